@@ -1,0 +1,211 @@
+"""The stages strung together: compile (frontend -> passes -> lower -> plan -> proof -> emit ->
+write) and run (compile, build, execute, read outputs back)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .emit import emit_model, render
+from .emit.c import io_info
+from .errors import EerieError
+from .frontend import load_model
+from .ir import DTYPE_NP, Graph, verify_graph
+from .kernels import lower_graph
+from .passes import run_passes
+from .plan import plan_memory, prove_plan
+from .toolchain.build import build_host
+from .toolchain.targets import get_target
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+               "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+               "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+               "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "main"}
+
+
+@dataclass
+class CompileResult:
+    name: str
+    target: str
+    files: dict[str, str]
+    report: dict
+    graph: Graph
+    out_dir: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def default_name(path: Path) -> str:
+    s = re.sub(r"[^0-9a-zA-Z_]+", "_", Path(path).stem).strip("_").lower() or "model"
+    return ("m_" + s) if s[0].isdigit() else s
+
+
+def check_name(name: str) -> str:
+    if not _IDENT.fullmatch(name) or name in _C_KEYWORDS:
+        raise EerieError(f"--name {name!r} is not a valid C identifier")
+    return name
+
+
+def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model") -> CompileResult:
+    tgt = get_target(target)
+    g = run_passes(g)
+    lowered, ctx = lower_graph(g, target)
+    step_of = {id(op): k for k, op in enumerate(g.ops)}
+    scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
+    plan = plan_memory(g, scratch)
+    proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
+    verify_graph(g, "planning")
+    files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
+    const_bytes = int(sum(np.asarray(c.data).size * np.dtype(_c_np(c.ctype)).itemsize for c in ctx.consts))
+    report = {
+        "eerie_c_version": __version__, "model": source, "name": name, "target": target,
+        "arena_bytes": plan.arena_bytes, "flash_bytes": const_bytes, "constant_bytes": const_bytes,
+        "macs": int(sum(low.macs for low in lowered)),
+        "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
+        "ops": [_op_report(g, low, plan) for low in lowered],
+        "verified": [proof],
+    }
+    return CompileResult(name, target, files, report, g)
+
+
+def _c_np(ctype: str):
+    return {"int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "int32_t": np.int32,
+            "uint32_t": np.uint32, "int64_t": np.int64, "float": np.float32}[ctype]
+
+
+def _io_report(g, tids, plan):
+    out = []
+    for info, tid in zip(io_info(g, tids), tids):
+        t = g.t(tid)
+        out.append({"name": t.label, "dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes,
+                    "scale": float(t.scale) if t.quant is not None else None,
+                    "zero_point": t.zero_point if t.quant is not None else None})
+    return out
+
+
+def _op_report(g, low, plan):
+    def where(tid):
+        p = plan.tensors[tid]
+        return {"tensor": g.t(tid).label, "shape": list(g.t(tid).shape), "bytes": g.t(tid).nbytes,
+                "storage": p.base if p.base == "arena" else f"{p.base}{p.index}", "offset": p.offset}
+    return {"index": low.op.index, "kind": low.op.kind, "function": low.fn_name, "macs": low.macs,
+            "inputs": [where(t) for t in low.inputs], "outputs": [where(t) for t in low.outputs],
+            "scratch_bytes": low.scratch_bytes}
+
+
+def compile_model(model, out_dir=None, target: str = "host", name: str | None = None) -> CompileResult:
+    """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there."""
+    path = Path(model)
+    name = check_name(name) if name else default_name(path)
+    g = load_model(path, name)
+    res = compile_graph(g, name, target, source=path.name)
+    if out_dir is not None:
+        res.files["report.json"] = json.dumps(res.report, indent=2, sort_keys=True) + "\n"
+        write_files(Path(out_dir), res.files)
+        res.out_dir = Path(out_dir)
+    return res
+
+
+def write_files(out_dir: Path, files: dict[str, str]):
+    """Write all files to a temporary directory first, then move each into place: a failed
+    compile never leaves a half-written output directory."""
+    out_dir = Path(out_dir)
+    parent = out_dir.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+    try:
+        for rel, text in sorted(files.items()):
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                p.write_bytes(text)
+            else:
+                p.write_text(text)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for rel in sorted(files):
+            dest = out_dir / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / rel, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np.ndarray], bool]:
+    """Check user arrays against the model's inputs. An array may carry one extra leading
+    batch dimension (several inferences). Returns the arrays batched, and whether they were."""
+    if len(arrays) != len(g_inputs):
+        raise EerieError(f"the model has {len(g_inputs)} input(s) but {len(arrays)} were given")
+    batched, out = None, []
+    for k, (spec, a) in enumerate(zip(g_inputs, arrays)):
+        shape, dtype = tuple(spec["shape"]), np.dtype(DTYPE_NP[spec["dtype"]])
+        if a.dtype != dtype:
+            raise EerieError(f"input {k}: dtype {a.dtype}, the model wants {dtype}")
+        if tuple(a.shape) == shape:
+            is_b = False
+            a = a.reshape((1, *shape))
+        elif a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape:
+            is_b = True
+        else:
+            raise EerieError(f"input {k}: shape {list(a.shape)}, the model wants {list(shape)} "
+                             f"(or [N, {', '.join(map(str, shape))}] for N inferences)")
+        if batched is not None and is_b != batched:
+            raise EerieError("either all inputs carry a batch dimension or none does")
+        batched = is_b
+        out.append(a)
+    if len({a.shape[0] for a in out}) > 1:
+        raise EerieError("inputs disagree on the number of inferences (first dimension)")
+    return out, bool(batched)
+
+
+def run_model(model, inputs: list[np.ndarray], target: str = "host", out_dir=None,
+              name: str | None = None) -> tuple[list[np.ndarray], dict]:
+    """Compile, build and run on `target`; returns outputs (batched like the inputs) and the report."""
+    path = Path(model)
+    name = check_name(name) if name else default_name(path)
+    g = load_model(path, name)
+    res = compile_graph(g, name, target, source=path.name)
+    arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
+    keep = out_dir is not None
+    work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
+    try:
+        ctx = {"name": name, "version": __version__,
+               "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
+        res.files["host_main.c"] = render("host_main.c.j2", **ctx)
+        write_files(work, {**res.files, "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"})
+        outputs = _run_host(work, name, res, arrays)
+        if not batched:
+            outputs = [o[0] for o in outputs]
+        return outputs, res.report
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_host(work: Path, name: str, res: CompileResult, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    import subprocess
+    exe = build_host(work, name, get_target("host"), ["host_main.c"])
+    n = arrays[0].shape[0]
+    records = b"".join(b"".join(np.ascontiguousarray(a[i]).tobytes() for a in arrays) for i in range(n))
+    (work / "inputs.bin").write_bytes(records)
+    p = subprocess.run([str(exe), "inputs.bin", "outputs.bin"], cwd=work, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise EerieError(f"the host build of {name} failed to run: {p.stderr.strip()}")
+    raw = (work / "outputs.bin").read_bytes()
+    specs = res.report["outputs"]
+    per = sum(s["bytes"] for s in specs)
+    if len(raw) != per * n:
+        raise EerieError(f"the host run wrote {len(raw)} bytes of outputs, expected {per * n}")
+    outs = [[] for _ in specs]
+    for i in range(n):
+        pos = i * per
+        for k, s in enumerate(specs):
+            outs[k].append(np.frombuffer(raw[pos:pos + s["bytes"]], dtype=DTYPE_NP[s["dtype"]]).reshape(s["shape"]))
+            pos += s["bytes"]
+    return [np.stack(o) for o in outs]

@@ -1,0 +1,1 @@
+from .c import emit_model, render  # noqa: F401

@@ -1,0 +1,133 @@
+"""Render the model's C files from templates/ with jinja2.
+
+Deterministic by construction: everything iterates in op / tensor order, numbers are
+printed by fixed rules, no timestamps or absolute paths reach the output.
+"""
+from __future__ import annotations
+
+import math
+
+import jinja2
+import numpy as np
+
+from .. import __version__
+from ..ir import DTYPE_C, Graph
+from ..kernels import Const, Lowered
+from ..plan import Plan
+from ..resources import resource_dir
+
+_ENV = None
+
+
+def env() -> jinja2.Environment:
+    global _ENV
+    if _ENV is None:
+        _ENV = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+            undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+            trim_blocks=True, lstrip_blocks=True, autoescape=False)
+        _ENV.filters["cfloat"] = c_float
+    return _ENV
+
+
+def render(template: str, **ctx) -> str:
+    return env().get_template(template).render(**ctx)
+
+
+def c_float(v) -> str:
+    v = float(np.float32(v))
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    s = "%.9g" % v
+    if "e" not in s and "." not in s and "n" not in s:
+        s += ".0"
+    return s + "f"
+
+
+def c_int(v: int, ctype: str) -> str:
+    v = int(v)
+    if ctype in ("int32_t", "int64_t") and v == -(2 ** 31) and ctype == "int32_t":
+        return "(-2147483647 - 1)"
+    if ctype == "int64_t":
+        return f"INT64_C({v})"
+    if ctype == "uint32_t":
+        return f"{v}u"
+    return str(v)
+
+
+def c_array_items(data: np.ndarray, ctype: str, per_line: int = 16) -> str:
+    flat = np.asarray(data).reshape(-1)
+    if ctype == "float":
+        items = [c_float(x) for x in flat.tolist()]
+    elif flat.dtype == np.bool_:
+        items = [str(int(x)) for x in flat.tolist()]
+    else:
+        items = [c_int(x, ctype) for x in flat.tolist()]
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return ",\n    ".join(lines)
+
+
+def _ptr(plan: Plan, g: Graph, tid: str, const: bool, name: str) -> str:
+    t = g.t(tid)
+    p = plan.tensors[tid]
+    qual = "const " if const else ""
+    if p.base == "input":
+        return f"input{p.index}" if const else f"({t.ctype} *)input{p.index}"
+    if p.base == "output":
+        return f"output{p.index}"
+    return f"({qual}{t.ctype} *)({name}_arena + {p.offset})"
+
+
+def io_info(g: Graph, tids: list[str]) -> list[dict]:
+    out = []
+    for tid in tids:
+        t = g.t(tid)
+        out.append({
+            "ctype": DTYPE_C[t.dtype], "dtype": t.dtype, "shape": list(t.shape) or [1],
+            "elements": t.size, "bytes": t.nbytes, "label": t.label,
+            "scale": c_float(t.scale) if t.quant is not None else None,
+            "zero_point": t.zero_point if t.quant is not None else None,
+        })
+    return out
+
+
+def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan,
+               name: str, target: str, source: str, cflags: str) -> dict[str, str]:
+    helpers = []
+    for low in lowered:
+        for h in sorted(low.helpers):
+            if h not in helpers:
+                helpers.append(h)
+    # Helpers may depend on others: keep the order requant first.
+    helpers.sort(key=lambda h: (h != "requant", h))
+    functions, calls = [], []
+    for low in lowered:
+        params = [f"const {g.t(tid).ctype} *in{k}" for k, tid in enumerate(low.inputs)]
+        params += [f"{g.t(tid).ctype} *out{k}" for k, tid in enumerate(low.outputs)]
+        args = [_ptr(plan, g, tid, True, name) for tid in low.inputs]
+        args += [_ptr(plan, g, tid, False, name) for tid in low.outputs]
+        if low.scratch_bytes:
+            params.append("uint8_t *scratch")
+            args.append(f"{name}_arena + {plan.scratch[low.fn_name].offset}")
+        op = low.op
+        shapes = " + ".join("x".join(map(str, g.t(i).shape)) for i in low.inputs) or "-"
+        out_shapes = " + ".join("x".join(map(str, g.t(o).shape)) for o in low.outputs)
+        functions.append({"name": low.fn_name, "params": ", ".join(params) or "void",
+                          "body": low.body.rstrip("\n"), "comment": low.comment,
+                          "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs})
+        calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index})
+    ctx = {
+        "version": __version__, "name": name, "NAME": name.upper(), "target": target,
+        "source": source, "graph": g, "helpers": helpers, "functions": functions, "calls": calls,
+        "consts": [{"name": c.cname, "ctype": c.ctype, "size": int(np.asarray(c.data).size),
+                    "data_text": c_array_items(c.data, c.ctype), "comment": c.comment} for c in consts],
+        "arena_bytes": plan.arena_bytes, "arena_align": plan.align,
+        "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs), "cflags": cflags,
+    }
+    return {
+        f"{name}.c": render("model.c.j2", **ctx),
+        f"{name}.h": render("model.h.j2", **ctx),
+        f"{name}.mk": render("model.mk.j2", **ctx),
+    }

@@ -1,0 +1,112 @@
+"""The IR: plain dataclasses for tensors, ops and graphs.
+
+Tensors are keyed by a unique id (the frontend's choice, e.g. "t12"); `label` keeps the
+model's own name for comments and reports. Constant tensors carry their data as a numpy
+array; activations have data None. Ops are kept in execution order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# IR dtype -> C type and numpy type.
+DTYPE_C = {
+    "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "float32": "float", "bool": "uint8_t",
+}
+DTYPE_NP = {
+    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
+    "int64": np.int64, "float32": np.float32, "bool": np.bool_,
+}
+
+
+@dataclass
+class Quant:
+    """Affine quantization: real = scale * (q - zero_point), per tensor or per channel on `axis`."""
+    scale: np.ndarray          # float32, length 1 or number of channels
+    zero_point: np.ndarray     # int64, same length as scale
+    axis: int = 0
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.scale) > 1
+
+
+@dataclass
+class Tensor:
+    id: str
+    shape: tuple[int, ...]
+    dtype: str
+    label: str = ""
+    quant: Quant | None = None
+    data: np.ndarray | None = None   # constant contents, or None for activations
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(DTYPE_NP[self.dtype]).itemsize
+
+    @property
+    def ctype(self) -> str:
+        return DTYPE_C[self.dtype]
+
+    # Scalar quantization parameters, for per-tensor quantized activations.
+    @property
+    def scale(self) -> float:
+        return float(self.quant.scale[0])
+
+    @property
+    def zero_point(self) -> int:
+        return int(self.quant.zero_point[0])
+
+
+@dataclass
+class Op:
+    kind: str                          # TFLite builtin name, e.g. "CONV_2D"
+    inputs: list[str | None]           # tensor ids; None for an omitted optional input
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""                     # layer name for C identifiers and comments
+    index: int = 0                     # position in the source model, for error messages
+    regions: list["Graph"] = field(default_factory=list)   # bodies of control-flow ops
+
+
+@dataclass
+class Graph:
+    name: str
+    tensors: dict[str, Tensor]
+    ops: list[Op]
+    inputs: list[str]
+    outputs: list[str]
+
+    def t(self, tid: str) -> Tensor:
+        return self.tensors[tid]
+
+    def consumers(self, tid: str) -> list[Op]:
+        return [op for op in self.ops if tid in op.inputs]
+
+    def producer(self, tid: str) -> Op | None:
+        for op in self.ops:
+            if tid in op.outputs:
+                return op
+        return None
+
+    def activations(self) -> list[str]:
+        """Ids of non-constant tensors that ops read or write, in first-use order."""
+        seen: dict[str, None] = {}
+        for tid in self.inputs:
+            seen[tid] = None
+        for op in self.ops:
+            for tid in list(op.inputs) + list(op.outputs):
+                if tid is not None and not self.tensors[tid].is_const:
+                    seen[tid] = None
+        return list(seen)

@@ -1,0 +1,49 @@
+"""IR verifier, run after every stage: ids resolve, no use before definition, one writer
+per tensor, constants are never written, data matches declared shape and dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompilerBug
+from .graph import DTYPE_NP, Graph
+
+
+def verify_graph(g: Graph, stage: str) -> Graph:
+    def bug(msg: str):
+        raise CompilerBug(f"IR verifier after {stage}: {msg}")
+
+    for tid, t in g.tensors.items():
+        if t.id != tid:
+            bug(f"tensor key {tid} holds tensor {t.id}")
+        if t.dtype not in DTYPE_NP:
+            bug(f"tensor {tid} has unknown dtype {t.dtype}")
+        if any(d < 0 for d in t.shape):
+            bug(f"tensor {tid} has negative dimension {t.shape}")
+        if t.data is not None:
+            if t.data.dtype != np.dtype(DTYPE_NP[t.dtype]):
+                bug(f"constant {tid} data is {t.data.dtype}, declared {t.dtype}")
+            if tuple(t.data.shape) != tuple(t.shape):
+                bug(f"constant {tid} data shape {t.data.shape}, declared {t.shape}")
+    defined = set(g.inputs) | {tid for tid, t in g.tensors.items() if t.is_const}
+    for tid in g.inputs:
+        if tid not in g.tensors:
+            bug(f"graph input {tid} is not a tensor")
+    for op in g.ops:
+        where = f"op {op.index} ({op.kind} {op.name})"
+        for tid in op.inputs:
+            if tid is None:
+                continue
+            if tid not in g.tensors:
+                bug(f"{where} reads unknown tensor {tid}")
+            if tid not in defined:
+                bug(f"{where} reads {tid} before it is defined")
+        for tid in op.outputs:
+            if tid not in g.tensors:
+                bug(f"{where} writes unknown tensor {tid}")
+            if tid in defined:
+                bug(f"{where} writes {tid}, which is already defined or constant")
+            defined.add(tid)
+    for tid in g.outputs:
+        if tid not in defined:
+            bug(f"graph output {tid} is never produced")
+    return g

@@ -1,0 +1,163 @@
+"""Kernel registry: one module per op family, each printing its own C.
+
+A kernel module registers a lowering function per op kind with `@kernel(KIND, dtypes=...)`.
+The lowering function receives the op, the graph and a `LowerCtx`, and returns a `Lowered`:
+the body of a C function specialised to the op's shapes, plus the constants it needs (which
+the context names and places in flash) and the helper snippets it uses.
+
+The emitter wraps the body in `static inline void NAME(const T *in0, ..., T *out0, ...)`:
+parameters are `in0..inN` for the op's activation inputs (constants are referenced as globals
+by the names `ctx.const()` returns) and `out0..outM` for its outputs, plus `scratch` when the
+kernel asks for scratch bytes. The dtype key of an op is the dtype of its first input.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import EerieError
+from ..ir import DTYPE_C, Graph, Op, Tensor
+
+
+@dataclass
+class Const:
+    cname: str
+    ctype: str
+    data: np.ndarray       # flattened on emission
+    comment: str = ""
+
+
+@dataclass
+class Lowered:
+    body: str                                  # C statements of the function body
+    inputs: list[str]                          # activation tensor ids -> in0, in1, ...
+    outputs: list[str]                         # tensor ids -> out0, out1, ...
+    helpers: set[str] = field(default_factory=set)   # names of templates/helpers/*.c.j2
+    scratch_bytes: int = 0
+    macs: int = 0
+    comment: str = ""                          # one line describing the op for the C file
+    fn_name: str = ""                          # filled in by the lowering driver
+    op: Op | None = None
+
+
+@dataclass
+class KernelInfo:
+    kind: str
+    dtypes: tuple[str, ...]
+    lower: Callable[[Op, Graph, "LowerCtx"], Lowered]
+    family: str
+
+
+REGISTRY: dict[str, KernelInfo] = {}
+
+
+def kernel(kind: str, dtypes: tuple[str, ...]):
+    def register(fn):
+        REGISTRY[kind] = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1])
+        return fn
+    return register
+
+
+def load_all():
+    """Import every kernel module so their @kernel registrations run."""
+    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
+    return REGISTRY
+
+
+def c_ident(text: str, limit: int = 40) -> str:
+    """A readable C identifier fragment from any model-supplied name."""
+    first = text.split(";")[0]
+    parts = [p for p in first.split("/") if p and not re.fullmatch(r"(functional|model|sequential)(_\d+)?", p)]
+    s = re.sub(r"[^0-9a-zA-Z]+", "_", "_".join(parts[-2:]) if parts else "").strip("_").lower()
+    return s[:limit].strip("_") or "x"
+
+
+def c_comment(text: str) -> str:
+    """Model-supplied text made safe inside a /* */ comment (printable ASCII, no terminator)."""
+    s = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text.split(";")[0])
+    return s.replace("*/", "* /").replace("/*", "/ *")[:100]
+
+
+class LowerCtx:
+    """Names and collects the constants of one model; dedups identical arrays."""
+
+    def __init__(self, graph: Graph, target: str = "host"):
+        self.graph = graph
+        self.target = target
+        self.consts: list[Const] = []
+        self._by_key: dict[tuple, str] = {}
+        self._names: set[str] = set()
+        self.layer = "x"
+
+    def const(self, data: np.ndarray, ctype: str, hint: str, comment: str = "") -> str:
+        data = np.ascontiguousarray(data)
+        key = (ctype, data.shape, data.dtype.str, data.tobytes())
+        if key in self._by_key:
+            return self._by_key[key]
+        base = f"{self.layer}_{hint}"
+        name, n = base, 1
+        while name in self._names:
+            n += 1
+            name = f"{base}_{n}"
+        self._names.add(name)
+        self._by_key[key] = name
+        self.consts.append(Const(name, ctype, data, comment))
+        return name
+
+    def tensor_const(self, t: Tensor, hint: str) -> str:
+        return self.const(t.data, DTYPE_C[t.dtype], hint, c_comment(t.label))
+
+
+def op_dtype(op: Op, g: Graph) -> str:
+    first = next((i for i in op.inputs if i is not None), None)
+    return g.t(first).dtype if first is not None else g.t(op.outputs[0]).dtype
+
+
+def check_supported(g: Graph):
+    """One error line naming every unsupported (op, dtype), its count and op indices."""
+    load_all()
+    problems: dict[str, list[int]] = {}
+    for op in g.ops:
+        info = REGISTRY.get(op.kind)
+        dt = op_dtype(op, g)
+        if info is None:
+            key = f"{op.kind}"
+        elif dt not in info.dtypes:
+            key = f"{op.kind} with {dt} tensors"
+        else:
+            continue
+        problems.setdefault(key, []).append(op.index)
+    if problems:
+        items = "; ".join(
+            f"{k} x{len(v)} (op{'s' if len(v) > 1 else ''} {', '.join(map(str, v[:6]))}{', ...' if len(v) > 6 else ''})"
+            for k, v in sorted(problems.items()))
+        raise EerieError(f"unsupported operator: {items}")
+
+
+def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx]:
+    check_supported(g)
+    ctx = LowerCtx(g, target)
+    lowered = []
+    used: set[str] = set()
+    for op in g.ops:
+        if op.attrs.get("alias_of_input"):
+            continue   # storage-sharing ops (RESHAPE) cost nothing at run time
+        ctx.layer = f"l{op.index}_{c_ident(op.name)}"
+        low = REGISTRY[op.kind].lower(op, g, ctx)
+        name = ctx.layer
+        n = 1
+        while name in used:
+            n += 1
+            name = f"{ctx.layer}_{n}"
+        used.add(name)
+        low.fn_name, low.op = name, op
+        low.comment = low.comment or f"{op.kind} {c_comment(op.name)}"
+        lowered.append(low)
+    return lowered, ctx

@@ -1,0 +1,12 @@
+"""Graph -> Graph rewrites, run in order, each followed by the IR verifier."""
+from ..ir import Graph, verify_graph
+from .alias_reshape import alias_reshapes
+from .fold_constants import fold_constant_reshapes
+
+PIPELINE = [fold_constant_reshapes, alias_reshapes]
+
+
+def run_passes(g: Graph) -> Graph:
+    for p in PIPELINE:
+        g = verify_graph(p(g), p.__name__)
+    return g

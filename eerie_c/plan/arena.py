@@ -1,0 +1,82 @@
+"""Arena offset assignment.
+
+Every activation that is not a user buffer gets an offset in one static arena. Buffers
+whose lifetimes overlap must not overlap in bytes; others may share. Placement is greedy
+best-fit (TFLM's greedy planner idea), tried under a few orderings; the smallest arena wins.
+Ties and orderings are fully deterministic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Graph
+from .lifetimes import Buffer, buffers, storage_groups
+
+ALIGN = 16
+
+
+@dataclass
+class Placement:
+    base: str          # "arena", "input" or "output"
+    index: int         # user buffer index for input/output, 0 for the arena
+    offset: int        # byte offset inside the arena (0 for user buffers)
+    size: int
+
+
+@dataclass
+class Plan:
+    arena_bytes: int
+    tensors: dict[str, Placement]
+    scratch: dict[str, Placement]
+    buffers: list[Buffer] = field(default_factory=list)
+    align: int = ALIGN
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
+    placed: list[tuple[Buffer, int]] = []
+    offsets = {}
+    for b in bufs:
+        live = sorted(((o, o + p.size) for p, o in placed if p.start <= b.end and b.start <= p.end))
+        offset = 0
+        for lo, hi in live:
+            if offset + b.size <= lo:
+                break
+            offset = max(offset, _align(hi, align))
+        offsets[b.key] = offset
+        placed.append((b, offset))
+    return offsets
+
+
+def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN) -> Plan:
+    bufs = buffers(g, scratch)
+    arena_bufs = [b for b in bufs if b.user is None and b.size > 0]
+    orderings = [
+        sorted(arena_bufs, key=lambda b: (-b.size, b.start, b.key)),
+        sorted(arena_bufs, key=lambda b: (-(b.end - b.start), -b.size, b.key)),
+        sorted(arena_bufs, key=lambda b: (b.start, -b.size, b.key)),
+        sorted(arena_bufs, key=lambda b: (-b.size * (b.end - b.start + 1), b.key)),
+    ]
+    best = None
+    for order in orderings:
+        offs = _place(order, align)
+        size = _align(max((offs[b.key] + b.size for b in arena_bufs), default=0), align)
+        if best is None or size < best[0]:
+            best = (size, offs)
+    arena_bytes, offsets = best
+    rep = storage_groups(g)
+    by_key = {b.key: b for b in bufs}
+    tensors, scratch_pl = {}, {}
+    for tid, r in rep.items():
+        b = by_key[r]
+        if b.user is not None:
+            tensors[tid] = Placement(b.user[0], b.user[1], 0, g.t(tid).nbytes)
+        else:
+            tensors[tid] = Placement("arena", 0, offsets.get(r, 0), g.t(tid).nbytes)
+    for b in bufs:
+        if b.key.startswith("scratch:"):
+            scratch_pl[b.key[len("scratch:"):]] = Placement("arena", 0, offsets.get(b.key, 0), b.size)
+    return Plan(arena_bytes, tensors, scratch_pl, bufs, align)

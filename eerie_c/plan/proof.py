@@ -1,0 +1,85 @@
+"""Independent check of a memory plan: re-derives lifetimes straight from the IR (not from
+the planner's buffers) and proves that simultaneously live arena tensors never share a byte,
+that every offset is aligned, and that the arena is exactly as large as reported."""
+from __future__ import annotations
+
+from ..errors import CompilerBug
+from ..ir import DTYPE_NP, Graph
+from .arena import Plan
+
+import numpy as np
+
+
+def _live_ranges(g: Graph) -> dict[str, tuple[int, int]]:
+    # Aliased tensors share storage, so a tensor's bytes stay live for as long as any tensor
+    # aliased with it is: join the ranges over each aliasing chain.
+    first, last = {}, {}
+    for tid in g.inputs:
+        first[tid] = -1
+        last[tid] = -1
+    for step, op in enumerate(g.ops):
+        for tid in op.inputs:
+            if tid is not None and not g.t(tid).is_const:
+                last[tid] = step
+                first.setdefault(tid, step)
+        for tid in op.outputs:
+            first.setdefault(tid, step)
+            last[tid] = max(last.get(tid, step), step)
+    for tid in g.outputs:
+        last[tid] = len(g.ops)
+    links = [(op.inputs[0], op.outputs[0]) for op in g.ops if op.attrs.get("alias_of_input")]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in links:
+            lo, hi = min(first[a], first[b]), max(last[a], last[b])
+            for t in (a, b):
+                if (first[t], last[t]) != (lo, hi):
+                    first[t], last[t], changed = lo, hi, True
+    return {t: (first[t], last[t]) for t in first}
+
+
+def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None) -> dict:
+    ranges = _live_ranges(g)
+    items = []   # (name, start, end, offset, size, align)
+    for tid, p in plan.tensors.items():
+        if p.base != "arena":
+            continue
+        t = g.t(tid)
+        align = np.dtype(DTYPE_NP[t.dtype]).itemsize
+        items.append((tid, *ranges[tid], p.offset, t.nbytes, align))
+    for name, p in plan.scratch.items():
+        step = (scratch_steps or {}).get(name)
+        if step is None:
+            raise CompilerBug(f"arena proof: scratch buffer {name} has no owning op")
+        items.append((f"scratch:{name}", step, step, p.offset, p.size, 8))
+    alias = {}
+    for op in g.ops:
+        if op.attrs.get("alias_of_input"):
+            alias[op.outputs[0]] = op.inputs[0]
+
+    def root(t):
+        while t in alias:
+            t = alias[t]
+        return t
+
+    for name, s, e, off, size, align in items:
+        if off % align:
+            raise CompilerBug(f"arena proof: {name} at offset {off} is not {align}-byte aligned")
+        if off < 0 or off + size > plan.arena_bytes:
+            raise CompilerBug(f"arena proof: {name} [{off}, {off + size}) lies outside the "
+                              f"{plan.arena_bytes}-byte arena")
+    for i in range(len(items)):
+        a = items[i]
+        for j in range(i + 1, len(items)):
+            b = items[j]
+            if root(a[0]) == root(b[0]):
+                continue   # the same storage seen through an aliasing op
+            if a[1] <= b[2] and b[1] <= a[2] and a[3] < b[3] + b[4] and b[3] < a[3] + a[4]:
+                raise CompilerBug(f"arena proof: {a[0]} and {b[0]} are live together and overlap "
+                                  f"in the arena ([{a[3]}, {a[3] + a[4]}) and [{b[3]}, {b[3] + b[4]}))")
+    used = max((off + size for _, _, _, off, size, _ in items), default=0)
+    expected = (used + plan.align - 1) // plan.align * plan.align
+    if plan.arena_bytes != expected:
+        raise CompilerBug(f"arena proof: reported arena {plan.arena_bytes} B, tensors need {expected} B")
+    return {"check": "arena_plan", "ok": True, "buffers": len(items), "arena_bytes": plan.arena_bytes}

@@ -1,0 +1,109 @@
+"""Build small TFLite models in tests, with the schema's generated object API (shipped by
+the ai-edge-litert oracle package), so every op test runs on a real .tflite flatbuffer.
+
+    mb = ModelBuilder()
+    x = mb.input([1, 8, 8, 3], "int8", scale=0.05, zero_point=-3)
+    w = mb.const(weights_int8, "int8", scale=[...], zero_point=[0]*C, axis=0)
+    y = mb.tensor([1, 8, 8, C], "int8", scale=0.1, zero_point=2)
+    mb.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=0, strideW=1, strideH=1)
+    mb.output(y)
+    data = mb.build()
+"""
+from __future__ import annotations
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "int16": fb.TensorType.INT16,
+         "int32": fb.TensorType.INT32, "uint8": fb.TensorType.UINT8, "int64": fb.TensorType.INT64,
+         "bool": fb.TensorType.BOOL}
+NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
+      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_}
+ACT = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
+PAD = {"SAME": 0, "VALID": 1}
+
+
+class ModelBuilder:
+    def __init__(self):
+        self.tensors: list = []
+        self.buffers = [fb.BufferT()]      # buffer 0 is the empty sentinel
+        self.opcodes: list = []
+        self.ops: list = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def tensor(self, shape, dtype, scale=None, zero_point=None, axis=0, data=None, name=None) -> int:
+        t = fb.TensorT()
+        t.shape = list(shape)
+        t.type = TYPES[dtype]
+        t.name = name or f"tensor_{len(self.tensors)}"
+        if scale is not None:
+            q = fb.QuantizationParametersT()
+            q.scale = [float(s) for s in np.atleast_1d(scale)]
+            zp = zero_point if zero_point is not None else 0
+            q.zeroPoint = [int(z) for z in np.atleast_1d(zp)]
+            if len(q.zeroPoint) == 1 and len(q.scale) > 1:
+                q.zeroPoint = q.zeroPoint * len(q.scale)
+            q.quantizedDimension = axis
+            t.quantization = q
+        if data is not None:
+            arr = np.asarray(data, dtype=NP[dtype])
+            assert tuple(arr.shape) == tuple(shape), (arr.shape, shape)
+            b = fb.BufferT()
+            b.data = np.frombuffer(arr.tobytes(), dtype=np.uint8)
+            self.buffers.append(b)
+            t.buffer = len(self.buffers) - 1
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def const(self, data, dtype, **kw) -> int:
+        arr = np.asarray(data, dtype=NP[dtype])
+        return self.tensor(arr.shape, dtype, data=arr, **kw)
+
+    def input(self, shape, dtype, **kw) -> int:
+        i = self.tensor(shape, dtype, **kw)
+        self.inputs.append(i)
+        return i
+
+    def output(self, i: int):
+        self.outputs.append(i)
+
+    def op(self, kind: str, inputs, outputs, options: str | None = None, **fields):
+        code = getattr(fb.BuiltinOperator, kind)
+        for k, oc in enumerate(self.opcodes):
+            if oc.builtinCode == code:
+                idx = k
+                break
+        else:
+            oc = fb.OperatorCodeT()
+            oc.builtinCode = code
+            oc.deprecatedBuiltinCode = min(code, 127)
+            oc.version = 1
+            self.opcodes.append(oc)
+            idx = len(self.opcodes) - 1
+        o = fb.OperatorT()
+        o.opcodeIndex = idx
+        o.inputs = list(inputs)
+        o.outputs = list(outputs)
+        if options:
+            opts = getattr(fb, options + "T")()
+            for k, v in fields.items():
+                assert hasattr(opts, k), f"{options} has no field {k}"
+                setattr(opts, k, v)
+            o.builtinOptionsType = getattr(fb.BuiltinOptions, options)
+            o.builtinOptions = opts
+        self.ops.append(o)
+
+    def build(self) -> bytes:
+        sg = fb.SubGraphT()
+        sg.tensors, sg.operators = self.tensors, self.ops
+        sg.inputs, sg.outputs = self.inputs, self.outputs
+        sg.name = "main"
+        m = fb.ModelT()
+        m.version = 3
+        m.operatorCodes, m.subgraphs, m.buffers = self.opcodes, [sg], self.buffers
+        m.description = "eerie-c test model"
+        b = flatbuffers.Builder(1024)
+        b.Finish(m.Pack(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
