@@ -1,0 +1,115 @@
+"""The command line: files written, run with .npy in and out, and clean one-line errors
+(exit status 2, no traceback, nothing written) for bad input."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import tflm_run
+from tflite_builder import ModelBuilder
+
+
+def eerie(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "eerie_c.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def assert_clean_error(p, *needles):
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_compile_writes_files(models_dir, tmp_path):
+    out = tmp_path / "ad"
+    p = eerie(models_dir / "ad01_int8.tflite", "-o", out, "--name", "ad")
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in out.iterdir()) == ["ad.c", "ad.h", "ad.mk", "report.json"]
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["arena_bytes"] > 0 and rep["flash_bytes"] > 200_000
+    assert all("macs" in op and op["outputs"] for op in rep["ops"])
+    h = (out / "ad.h").read_text()
+    assert "int ad_invoke(const int8_t *input0, int8_t *output0);" in h
+    assert "#define AD_INPUT0_SHAPE { 1, 640 }" in h and "AD_ARENA_BYTES" in h
+
+
+def test_run_npy_round_trip(models_dir, tmp_path):
+    x = np.random.default_rng(5).integers(-128, 128, size=(1, 640), dtype=np.int8)
+    np.save(tmp_path / "x.npy", x)
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--input", tmp_path / "x.npy",
+              "--output", tmp_path / "y.npy")
+    assert p.returncode == 0, p.stderr
+    y = np.load(tmp_path / "y.npy")
+    ref = tflm_run(models_dir / "ad01_int8.tflite", [x[None]])[0][0]
+    np.testing.assert_array_equal(y, ref)
+
+
+def test_not_a_model(tmp_path):
+    bad = tmp_path / "junk.tflite"
+    bad.write_bytes(b"hello world, not a flatbuffer")
+    out = tmp_path / "out"
+    assert_clean_error(eerie(bad, "-o", out), "not a TFLite model")
+    assert not out.exists()
+
+
+def test_truncated_model(models_dir, tmp_path):
+    bad = tmp_path / "cut.tflite"
+    bad.write_bytes((models_dir / "kws_ref_model.tflite").read_bytes()[:3000])
+    out = tmp_path / "out"
+    assert_clean_error(eerie(bad, "-o", out), "malformed")
+    assert not out.exists()
+
+
+def test_unsupported_op_names_each_and_counts(tmp_path):
+    mb = ModelBuilder()
+    x = mb.input([1, 8], "float32")
+    y = mb.tensor([1, 8], "float32")
+    z = mb.tensor([1, 8], "float32")
+    w = mb.tensor([1, 8], "float32")
+    mb.op("COS", [x], [y])
+    mb.op("COS", [y], [z])
+    mb.op("SIN", [z], [w])
+    mb.output(w)
+    path = tmp_path / "trig.tflite"
+    path.write_bytes(mb.build())
+    out = tmp_path / "out"
+    p = eerie(path, "-o", out)
+    assert_clean_error(p, "unsupported operator", "COS x2 (ops 0, 1)", "SIN x1 (op 2)")
+    assert not out.exists()
+
+
+def test_failed_compile_leaves_previous_output_untouched(models_dir, tmp_path):
+    out = tmp_path / "out"
+    assert eerie(models_dir / "ad01_int8.tflite", "-o", out, "--name", "m").returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = tmp_path / "m.tflite"
+    bad.write_bytes(b"\0" * 64)
+    assert_clean_error(eerie(bad, "-o", out, "--name", "m"))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("name", ["1abc", "a-b", "int", "x y"])
+def test_bad_name(models_dir, tmp_path, name):
+    assert_clean_error(eerie(models_dir / "ad01_int8.tflite", "-o", tmp_path / "o", "--name", name),
+                       "not a valid C identifier")
+
+
+def test_run_wrong_input_shape(models_dir, tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((1, 641), np.int8))
+    assert_clean_error(eerie("run", models_dir / "ad01_int8.tflite", "--input", tmp_path / "x.npy"),
+                       "input 0: shape")
+
+
+def test_missing_file(tmp_path):
+    assert_clean_error(eerie(tmp_path / "nope.tflite"), "no such file")
+
+
+def test_ops_lists_matrix():
+    p = eerie("ops")
+    assert p.returncode == 0
+    assert "FULLY_CONNECTED" in p.stdout and "int8" in p.stdout
