@@ -18,7 +18,7 @@ from .emit.c import io_info
 from .errors import EerieError
 from .frontend import load_model
 from .ir import DTYPE_NP, Graph, verify_graph
-from .kernels import lower_graph
+from .kernels import const_bytes, lower_graph
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .toolchain.build import build_host
@@ -63,21 +63,16 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
     verify_graph(g, "planning")
     files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
-    const_bytes = int(sum(np.asarray(c.data).size * np.dtype(_c_np(c.ctype)).itemsize for c in ctx.consts))
+    flash_consts = sum(const_bytes(c) for c in ctx.consts)
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
-        "arena_bytes": plan.arena_bytes, "flash_bytes": const_bytes, "constant_bytes": const_bytes,
+        "arena_bytes": plan.arena_bytes, "flash_bytes": flash_consts, "constant_bytes": flash_consts,
         "macs": int(sum(low.macs for low in lowered)),
         "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
         "ops": [_op_report(g, low, plan) for low in lowered],
         "verified": [proof],
     }
     return CompileResult(name, target, files, report, g)
-
-
-def _c_np(ctype: str):
-    return {"int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "int32_t": np.int32,
-            "uint32_t": np.uint32, "int64_t": np.int64, "float": np.float32}[ctype]
 
 
 def _io_report(g, tids, plan):
@@ -95,7 +90,8 @@ def _op_report(g, low, plan):
         p = plan.tensors[tid]
         return {"tensor": g.t(tid).label, "shape": list(g.t(tid).shape), "bytes": g.t(tid).nbytes,
                 "storage": p.base if p.base == "arena" else f"{p.base}{p.index}", "offset": p.offset}
-    return {"index": low.op.index, "kind": low.op.kind, "function": low.fn_name, "macs": low.macs,
+    return {"index": low.op.index, "kind": low.op.kind, "name": low.op.name.split(";")[0],
+            "function": low.fn_name, "macs": low.macs, "weight_bytes": low.const_bytes,
             "inputs": [where(t) for t in low.inputs], "outputs": [where(t) for t in low.outputs],
             "scratch_bytes": low.scratch_bytes}
 

@@ -43,6 +43,7 @@ class Lowered:
     comment: str = ""                          # one line describing the op for the C file
     fn_name: str = ""                          # filled in by the lowering driver
     op: Op | None = None
+    const_bytes: int = 0                       # flash bytes of the constants it added (driver)
 
 
 @dataclass
@@ -54,6 +55,14 @@ class KernelInfo:
 
 
 REGISTRY: dict[str, KernelInfo] = {}
+
+CTYPE_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+              "int64_t": 8, "float": 4}
+
+
+def const_bytes(c: Const) -> int:
+    """Flash bytes of a constant array as emitted in C."""
+    return int(np.asarray(c.data).size) * CTYPE_SIZE[c.ctype]
 
 
 def kernel(kind: str, dtypes: tuple[str, ...]):
@@ -150,7 +159,9 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
         if op.attrs.get("alias_of_input"):
             continue   # storage-sharing ops (RESHAPE) cost nothing at run time
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
+        first_const = len(ctx.consts)
         low = REGISTRY[op.kind].lower(op, g, ctx)
+        low.const_bytes = sum(const_bytes(c) for c in ctx.consts[first_const:])
         name = ctx.layer
         n = 1
         while name in used:
