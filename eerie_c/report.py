@@ -1,0 +1,83 @@
+"""Human-readable views of report.json: report.md beside it, and the `--report` summary.
+
+Everything here reads the report dict only, so the markdown can never disagree with the JSON.
+"""
+from __future__ import annotations
+
+
+def _b(n) -> str:
+    return "-" if n is None else f"{int(n):,} B"
+
+
+def _shape(s) -> str:
+    return "x".join(map(str, s)) or "scalar"
+
+
+def _budget_rows(r: dict) -> list[tuple[str, str, str, str]]:
+    board = r.get("board") or {}
+    rows = []
+    flash = r.get("flash_bytes")
+    ram = r.get("ram_bytes")
+    for what, used, cap in (("flash", flash, board.get("flash_bytes")), ("RAM", ram, board.get("ram_bytes"))):
+        if used is None:
+            continue
+        head = "-" if cap is None else f"{int(cap) - int(used):,} B ({100.0 * (int(cap) - int(used)) / int(cap):.1f}%)"
+        rows.append((what, _b(used), _b(cap), head))
+    return rows
+
+
+def render_markdown(r: dict) -> str:
+    out = [f"# {r['name']}: eerie-c compile report", ""]
+    out += [f"- model: `{r.get('model', '?')}`", f"- target: `{r.get('target', '?')}`"
+            + (f", board `{r['board']['name']}`" if r.get("board") else ""),
+            f"- layers: {len(r.get('ops', []))}, MACs per inference: {r.get('macs', 0):,}"]
+    for kind in ("inputs", "outputs"):
+        for k, t in enumerate(r.get(kind, [])):
+            q = f", scale {t['scale']:.6g}, zero point {t['zero_point']}" if t.get("scale") is not None else ""
+            out.append(f"- {kind[:-1]} {k}: {t['dtype']} {_shape(t['shape'])} ({t['bytes']} B){q}")
+    out += ["", "## Memory", "", "| item | bytes |", "|---|---:|"]
+    for key, label in (("arena_bytes", "activation arena"), ("constant_bytes", "constants (weights, requantization)"),
+                       ("code_bytes", "code"), ("flash_bytes", "flash total"),
+                       ("ram_static_bytes", "static data + bss"), ("stack_bound_bytes", "stack bound (proven)"),
+                       ("ram_bytes", "RAM total (arena + static + stack bound)"),
+                       ("stack_high_water_bytes", "stack high-water (measured)")):
+        if r.get(key) is not None:
+            out.append(f"| {label} | {int(r[key]):,} |")
+    rows = _budget_rows(r)
+    if rows:
+        out += ["", "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
+        out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    if r.get("instructions") is not None:
+        out += ["", f"Measured instructions per inference: {int(r['instructions']):,}"]
+    out += ["", "## Layers", "",
+            "| # | layer | op | output shape | MACs | weight bytes | activation bytes | est. instructions |",
+            "|---:|---|---|---|---:|---:|---:|---:|"]
+    for op in r.get("ops", []):
+        act = sum(t["bytes"] for t in op["inputs"] + op["outputs"])
+        outs = ", ".join(_shape(t["shape"]) for t in op["outputs"])
+        est = op.get("est_instructions")
+        name = (op.get("name") or op["function"]).replace("|", "/")[:60]
+        out.append(f"| {op['index']} | {name} | {op['kind']} | {outs} | {op['macs']:,} | "
+                   f"{op.get('weight_bytes', 0):,} | {act:,} | {'-' if est is None else f'{int(est):,}'} |")
+    out += ["", "## Verification", ""]
+    for v in r.get("verified", []):
+        details = ", ".join(f"{k} {v[k]}" for k in sorted(v) if k not in ("check", "ok") and not isinstance(v[k], (dict, list)))
+        out.append(f"- {'PASS' if v.get('ok') else 'FAIL'} `{v['check']}`" + (f": {details}" if details else ""))
+    return "\n".join(out) + "\n"
+
+
+def summary_text(r: dict) -> str:
+    lines = [f"{r['name']} ({r.get('model', '?')}) for {r.get('target', '?')}"
+             + (f" on {r['board']['name']}" if r.get("board") else "")
+             + f": {len(r.get('ops', []))} layers, {r.get('macs', 0):,} MACs"]
+    mem = [f"arena {_b(r.get('arena_bytes'))}", f"constants {_b(r.get('constant_bytes'))}"]
+    for key, label in (("stack_bound_bytes", "stack bound"), ("ram_bytes", "RAM"), ("flash_bytes", "flash")):
+        if r.get(key) is not None:
+            mem.append(f"{label} {_b(r[key])}")
+    lines.append("  memory: " + ", ".join(mem))
+    for a, b, c, d in _budget_rows(r):
+        if c != "-":
+            lines.append(f"  {a}: {b} of {c}, headroom {d}")
+    checks = r.get("verified", [])
+    lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))
+    return "\n".join(lines)
