@@ -1,0 +1,191 @@
+"""CONV_2D (NHWC input, weights [out_c, kh, kw, in_c]): int8 (TFLM scheme) and float32.
+
+Padding follows TFLite: the output size comes from the padding type, the total padding is
+(out - 1) * stride + effective_kernel - in (at least 0), and only its floor half is applied
+before the image; an odd total puts the extra row/column after it. Out-of-bounds taps
+contribute nothing (the reference skips them).
+
+int8: the reference accumulates (x - zp_in) * w over the in-bounds taps. The output is split
+at compile time into an interior (every tap in bounds), where zp_in is folded into the bias
+(bias'[c] = bias[c] - zp_in * sum(w[c])) so the inner loop is a plain int8 dot product, and a
+border, which keeps the reference's per-tap form so skipped taps stay exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..emit import render
+from ..errors import EerieError
+from . import Lowered, kernel
+from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+
+
+@dataclass
+class Window:
+    """Compile-time geometry of one sliding-window op, per spatial axis."""
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pad_t: int
+    pad_l: int
+    out_h: int
+    out_w: int
+    has_interior: bool        # some output positions see only in-bounds taps
+    has_border: bool          # some output positions see an out-of-bounds tap
+    interior_cond: str        # C condition on (oy, ox) for "interior"; "" if all or none
+
+
+def _out_size(padding: str, size: int, k: int, stride: int, dilation: int) -> int:
+    eff = (k - 1) * dilation + 1
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    if padding == "VALID":
+        return (size + stride - eff) // stride
+    raise ValueError(padding)
+
+
+def _pad_before(size: int, out: int, k: int, stride: int, dilation: int) -> int:
+    eff = (k - 1) * dilation + 1
+    return max((out - 1) * stride + eff - size, 0) // 2
+
+
+def _interior_range(size: int, out: int, k: int, stride: int, dilation: int, pad: int):
+    """[lo, hi) of output indices whose whole (dilated) window lies inside [0, size)."""
+    ok = [o * stride - pad >= 0 and o * stride - pad + (k - 1) * dilation <= size - 1
+          for o in range(out)]
+    idx = [o for o, v in enumerate(ok) if v]
+    if not idx:
+        return 0, 0
+    return idx[0], idx[-1] + 1   # contiguous: the window start grows monotonically
+
+
+def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> Window:
+    """TFLite's padding computation, checked against the model's output shape."""
+    a = op.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+    padding = a.get("padding", "VALID")
+    if padding not in ("SAME", "VALID"):
+        raise EerieError(f"{what}: unsupported padding {padding!r}")
+    if min(sh, sw, dh, dw) < 1:
+        raise EerieError(f"{what}: stride and dilation must be >= 1 (got stride {sh}x{sw}, "
+                         f"dilation {dh}x{dw})")
+    out_h = _out_size(padding, in_h, kh, sh, dh)
+    out_w = _out_size(padding, in_w, kw, sw, dw)
+    if (out_h, out_w) != (out_shape[1], out_shape[2]) or out_h < 1 or out_w < 1:
+        raise EerieError(f"{what}: output is {out_shape[1]}x{out_shape[2]} but {padding} padding "
+                         f"with a {kh}x{kw} kernel, stride {sh}x{sw}, dilation {dh}x{dw} on a "
+                         f"{in_h}x{in_w} input gives {out_h}x{out_w}")
+    pad_t = _pad_before(in_h, out_h, kh, sh, dh)
+    pad_l = _pad_before(in_w, out_w, kw, sw, dw)
+    ylo, yhi = _interior_range(in_h, out_h, kh, sh, dh, pad_t)
+    xlo, xhi = _interior_range(in_w, out_w, kw, sw, dw, pad_l)
+    has_interior = yhi > ylo and xhi > xlo
+    all_interior = (ylo, yhi, xlo, xhi) == (0, out_h, 0, out_w)
+    terms = []
+    if has_interior and not all_interior:
+        if ylo > 0:
+            terms.append(f"oy >= {ylo}")
+        if yhi < out_h:
+            terms.append(f"oy < {yhi}")
+        if xlo > 0:
+            terms.append(f"ox >= {xlo}")
+        if xhi < out_w:
+            terms.append(f"ox < {xhi}")
+    return Window(kh, kw, sh, sw, dh, dw, pad_t, pad_l, out_h, out_w,
+                  has_interior, not all_interior, " && ".join(terms))
+
+
+def op_what(op) -> str:
+    return f"{op.kind} (op {op.index}{', ' + op.name.split(';')[0] if op.name else ''})"
+
+
+def conv_operands(op, g, what: str):
+    """(input, weights, bias or None, output) with the checks every conv-like op needs."""
+    if len(op.inputs) < 2 or op.inputs[1] is None:
+        raise EerieError(f"{what}: missing weights")
+    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    b = g.t(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
+    if not w.is_const or (b is not None and not b.is_const):
+        raise EerieError(f"{what}: weights and bias must be constant tensors")
+    if len(x.shape) != 4 or len(w.shape) != 4 or len(y.shape) != 4:
+        raise EerieError(f"{what}: expected 4-D input, weights and output, got "
+                         f"{list(x.shape)}, {list(w.shape)}, {list(y.shape)}")
+    if x.shape[0] != y.shape[0]:
+        raise EerieError(f"{what}: batch {x.shape[0]} in, {y.shape[0]} out")
+    if x.dtype == "float32":
+        if w.dtype != "float32" or y.dtype != "float32" or (b is not None and b.dtype != "float32"):
+            raise EerieError(f"{what}: float input needs float weights, bias and output "
+                             f"(hybrid quantization is not supported)")
+    else:
+        if w.dtype != "int8" or y.dtype != "int8" or (b is not None and b.dtype != "int32"):
+            raise EerieError(f"{what}: int8 input needs int8 weights and output and int32 bias")
+        if x.quant is None or y.quant is None or w.quant is None:
+            raise EerieError(f"{what}: int8 tensors without quantization parameters")
+        if np.any(np.asarray(w.quant.zero_point) != 0):
+            raise EerieError(f"{what}: int8 weights must be symmetric (zero point 0)")
+    return x, w, b, y
+
+
+def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str) -> dict:
+    if w.quant.per_channel and len(w.quant.scale) != channels:
+        raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {channels} output channels")
+    mult, shift = per_channel_multipliers(x, w, y, channels)
+    per_channel = w.quant.per_channel
+    act_min, act_max = activation_range_int(act, y)
+    return dict(
+        per_channel=per_channel,
+        mult=ctx.const(mult, "int32_t", "multiplier") if per_channel else int(mult[0]),
+        shift=ctx.const(shift, "int32_t", "shift") if per_channel else int(shift[0]),
+        out_zp=y.zero_point, act_min=act_min, act_max=act_max)
+
+
+def folded_bias(bias: np.ndarray, wsum: np.ndarray, in_off: int, what: str) -> np.ndarray:
+    folded = bias.astype(np.int64) + in_off * wsum.astype(np.int64)
+    if folded.min(initial=0) < -2**31 or folded.max(initial=0) >= 2**31:
+        raise EerieError(f"{what}: bias with the input zero point folded in overflows int32")
+    return folded.astype(np.int32)
+
+
+@kernel("CONV_2D", dtypes=("int8", "float32"))
+def lower_conv2d(op, g, ctx):
+    what = op_what(op)
+    x, w, b, y = conv_operands(op, g, what)
+    batches, in_h, in_w, in_c = x.shape
+    out_c, kh, kw, w_in_c = w.shape
+    if w_in_c != in_c:
+        raise EerieError(f"{what}: weights expect {w_in_c} input channels but the input has "
+                         f"{in_c} (grouped convolution is not supported)")
+    if y.shape[3] != out_c:
+        raise EerieError(f"{what}: {out_c} filters but the output has {y.shape[3]} channels")
+    if b is not None and b.size != out_c:
+        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
+    win = window(op, in_h, in_w, kh, kw, y.shape, what)
+    act = op.attrs.get("fused_activation_function", "NONE")
+    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win,
+             weights=ctx.tensor_const(w, "weights"))
+    if x.dtype == "float32":
+        v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        v["act_min"], v["act_max"] = activation_range_float(act)
+        body = render("kernels/conv2d_f32.c.j2", **v)
+        helpers = set()
+    else:
+        in_off = -x.zero_point
+        bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+        if win.has_interior:
+            wsum = w.data.astype(np.int64).reshape(out_c, -1).sum(axis=1)
+            v["fbias"] = ctx.const(folded_bias(bias, wsum, in_off, what), "int32_t", "bias_folded",
+                                   "bias with the input zero point folded in (interior)")
+        if win.has_border:
+            v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        v["in_off"] = in_off
+        v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+        body = render("kernels/conv2d_s8.c.j2", **v)
+        helpers = {"requant"}
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c)
