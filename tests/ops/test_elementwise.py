@@ -1,0 +1,119 @@
+"""ADD / SUB / MUL vs TFLM: equal shapes, broadcasting, constant operands, the same tensor
+on both sides, every fused activation, int8 with differing input scales, float32."""
+import numpy as np
+import pytest
+
+from conftest import assert_matches_tflm, random_inputs
+from tflite_builder import ACT, ModelBuilder
+
+OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}
+# int8 (scale, zero point) of lhs, rhs, output: different input scales on purpose
+QUANT = {"ADD": [(0.05, -3), (0.02, 10), (0.08, 4)],
+         "SUB": [(0.03, 7), (0.06, -20), (0.07, -2)],
+         "MUL": [(0.05, -3), (0.04, 12), (0.1, 5)]}
+
+
+def binary_model(kind, dtype, shape_a, shape_b, shape_out, act="NONE", const_b=None,
+                 same=False, quant=None):
+    """lhs is always an input; rhs is an input, a constant (const_b data) or lhs itself."""
+    mb = ModelBuilder()
+    qa, qb, qo = quant or QUANT[kind]
+    kw = (lambda q: dict(scale=q[0], zero_point=q[1])) if dtype == "int8" else (lambda q: {})
+    a = mb.input(shape_a, dtype, **kw(qa))
+    if same:
+        b = a
+    elif const_b is not None:
+        b = mb.const(np.asarray(const_b).reshape(shape_b), dtype, **kw(qb))
+    else:
+        b = mb.input(shape_b, dtype, **kw(qb))
+    y = mb.tensor(shape_out, dtype, **kw(qo))
+    mb.op(kind, [a, b], [y], OPTIONS[kind], fusedActivationFunction=ACT[act])
+    mb.output(y)
+    return mb.build()
+
+
+def run(tmp_path, kind, dtype, shape_a, shape_b, shape_out, n=4, seed=0, **kw):
+    model = binary_model(kind, dtype, shape_a, shape_b, shape_out, **kw)
+    ins = [random_inputs(shape_a, dtype, n, seed=seed, scale=3.0)]
+    if not kw.get("same") and kw.get("const_b") is None:
+        ins.append(random_inputs(shape_b, dtype, n, seed=seed + 1, scale=3.0))
+    return assert_matches_tflm(model, ins, tmp_path)
+
+
+KINDS = ["ADD", "SUB", "MUL"]
+DTYPES = ["int8", "float32"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_same_shape(tmp_path, kind, dtype):
+    run(tmp_path, kind, dtype, [1, 5, 7, 3], [1, 5, 7, 3], [1, 5, 7, 3])
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_activations(tmp_path, kind, dtype, act):
+    # a small output scale so that RELU6 / RELU_N1_TO_1 actually clip inside the int8 range
+    quant = [(0.05, -3), (0.02, 10), (0.02, -6)] if dtype == "int8" else None
+    got, _ = run(tmp_path, kind, dtype, [2, 3, 8], [2, 3, 8], [2, 3, 8], act=act, quant=quant)
+    if act != "NONE":
+        lo = {"RELU": 0, "RELU6": 0, "RELU_N1_TO_1": -1}[act]
+        if dtype == "float32":
+            assert got[0].min() >= lo
+        else:
+            assert got[0].min() >= -6 + round(lo / 0.02)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shapes", [
+    ([1, 4, 4, 3], [1, 1, 1, 3], [1, 4, 4, 3]),     # per-channel vector
+    ([2, 3], [3], [2, 3]),                          # lower rank
+    ([1, 1, 1, 3], [1, 4, 4, 3], [1, 4, 4, 3]),     # broadcast on the left operand
+    ([2, 1, 5], [1, 4, 1], [2, 4, 5]),              # both operands broadcast
+    ([3, 1], [1, 4], [3, 4]),                       # outer product
+    ([2, 3, 4, 5], [1], [2, 3, 4, 5]),              # scalar-like
+    ([2, 1, 3, 1, 2], [1, 2, 1, 4, 2], [2, 2, 3, 4, 2]),   # 5-D
+])
+def test_broadcast(tmp_path, kind, dtype, shapes):
+    run(tmp_path, kind, dtype, *shapes)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_constant_operand(tmp_path, kind, dtype):
+    rng = np.random.default_rng(3)
+    data = (rng.integers(-128, 128, (1, 1, 6)) if dtype == "int8"
+            else rng.standard_normal((1, 1, 6)).astype(np.float32))
+    run(tmp_path, kind, dtype, [1, 5, 6], [1, 1, 6], [1, 5, 6], const_b=data, act="RELU")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_scalar_constant(tmp_path, kind, dtype):
+    value = [-37] if dtype == "int8" else [0.75]
+    run(tmp_path, kind, dtype, [4, 9], [1], [4, 9], const_b=value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_same_tensor_both_sides(tmp_path, kind, dtype):
+    quant = [(0.05, -3), (0.05, -3), (0.1, 2)]
+    run(tmp_path, kind, dtype, [3, 10], [3, 10], [3, 10], same=True, quant=quant)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_extreme_scales(tmp_path, kind):
+    # very different input scales and a tiny output scale: saturation on both ends
+    quant = [(0.5, 0), (0.001, -128), (0.01, 127)]
+    run(tmp_path, kind, "int8", [4, 16], [4, 16], [4, 16], quant=quant)
+
+
+def test_int8_all_value_pairs(tmp_path):
+    # every (a, b) int8 pair once, through ADD, SUB and MUL in one model
+    a = np.repeat(np.arange(-128, 128, dtype=np.int8), 256).reshape(1, 256, 256)
+    b = np.tile(np.arange(-128, 128, dtype=np.int8), 256).reshape(1, 256, 256)
+    for kind in KINDS:
+        model = binary_model(kind, "int8", [256, 256], [256, 256], [256, 256])
+        assert_matches_tflm(model, [a, b], tmp_path)
