@@ -52,6 +52,7 @@ class KernelInfo:
     dtypes: tuple[str, ...]
     lower: Callable[[Op, Graph, "LowerCtx"], Lowered]
     family: str
+    key_input: int = 0          # which input's dtype is the op's dtype key (SELECT: 1)
 
 
 REGISTRY: dict[str, KernelInfo] = {}
@@ -65,9 +66,10 @@ def const_bytes(c: Const) -> int:
     return int(np.asarray(c.data).size) * CTYPE_SIZE[c.ctype]
 
 
-def kernel(kind: str, dtypes: tuple[str, ...]):
+def kernel(kind: str, dtypes: tuple[str, ...], key_input: int = 0):
     def register(fn):
-        REGISTRY[kind] = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1])
+        REGISTRY[kind] = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1],
+                                    key_input)
         return fn
     return register
 
@@ -125,6 +127,10 @@ class LowerCtx:
 
 
 def op_dtype(op: Op, g: Graph) -> str:
+    info = REGISTRY.get(op.kind)
+    if info is not None and info.key_input and info.key_input < len(op.inputs) \
+            and op.inputs[info.key_input] is not None:
+        return g.t(op.inputs[info.key_input]).dtype
     first = next((i for i in op.inputs if i is not None), None)
     return g.t(first).dtype if first is not None else g.t(op.outputs[0]).dtype
 
