@@ -1,0 +1,69 @@
+"""QUANTIZE (float32 -> int8/int16, and int -> int requantization) and DEQUANTIZE
+(int8/int16/uint8 -> float32), following TFLM's reference kernels.
+
+- float -> int: q = round_half_away(x / scale) computed in float32 (TFLM divides by the scale
+  cast to float and rounds with roundf; a double division differs on some inputs), plus the
+  zero point, saturated. We saturate in float before converting, so huge values clamp to the
+  type's range instead of hitting the undefined int conversion TFLM performs.
+- int -> int: out = zp_out + requantize(x - zp_in) with multiplier in_scale / out_scale derived
+  in double, saturated to the output type; equal scales give an exact offset shift.
+- DEQUANTIZE: TFLM computes scale * (x - zp) in double and casts to float. With a float32 scale
+  and |x - zp| < 2^17 that double product is exact, so one float multiply rounds identically.
+"""
+import numpy as np
+
+from ..emit import render
+from ..errors import EerieError
+from . import Lowered, kernel
+from ._quant import quantize_multiplier
+from .elementwise import _signed
+
+RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+         "int32": (-(2 ** 31), 2 ** 31 - 1)}
+# (input, output) dtype pairs TFLM's QUANTIZE evaluates
+REQUANT_PAIRS = {("int8", "int8"), ("int8", "uint8"), ("int8", "int16"), ("int8", "int32"),
+                 ("uint8", "int8"), ("int16", "int8"), ("int16", "int16"), ("int16", "int32")}
+
+
+def _per_tensor(op, t, role):
+    if t.quant is None:
+        raise EerieError(f"{op.kind} {op.name!r}: {role} tensor has no quantization parameters")
+    if t.quant.per_channel:
+        raise EerieError(f"{op.kind} {op.name!r}: per-channel {role} quantization is not "
+                         "supported (TFLM requires one scale)")
+
+
+@kernel("QUANTIZE", dtypes=("float32", "int8", "int16", "uint8"))
+def lower_quantize(op, g, ctx):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    _per_tensor(op, y, "output")
+    qmin, qmax = RANGE.get(y.dtype, (None, None))
+    if x.dtype == "float32":
+        if y.dtype not in ("int8", "int16"):
+            raise EerieError(f"QUANTIZE {op.name!r}: float32 -> {y.dtype} is not supported")
+        zp = y.zero_point
+        body = render("kernels/quantize_f32.c.j2", n=x.size, ctype=y.ctype, scale=y.scale,
+                      lo=qmin - zp, hi=qmax - zp, zp=_signed(zp))
+        return Lowered(body=body, inputs=[x.id], outputs=[y.id])
+
+    if (x.dtype, y.dtype) not in REQUANT_PAIRS:
+        raise EerieError(f"QUANTIZE {op.name!r}: {x.dtype} -> {y.dtype} is not supported")
+    _per_tensor(op, x, "input")
+    mult, shift = quantize_multiplier(float(x.quant.scale[0]) / float(y.quant.scale[0]))
+    identity = (mult, shift) == (1 << 30, 1)
+    body = render("kernels/requantize.c.j2", n=x.size, ctype=y.ctype, identity=identity,
+                  mult=mult, shift=shift, in_off=_signed(-x.zero_point), out_off=_signed(y.zero_point),
+                  clamp=y.dtype != "int32", lo=qmin, hi=qmax)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                   helpers=set() if identity else {"requant"})
+
+
+@kernel("DEQUANTIZE", dtypes=("int8", "int16", "uint8"))
+def lower_dequantize(op, g, ctx):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    _per_tensor(op, x, "input")
+    if y.dtype != "float32":
+        raise EerieError(f"DEQUANTIZE {op.name!r}: output must be float32 (is {y.dtype})")
+    body = render("kernels/dequantize.c.j2", n=x.size, scale=float(np.float32(x.scale)),
+                  off=_signed(-x.zero_point))
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id])
