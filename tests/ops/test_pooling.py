@@ -55,8 +55,8 @@ def test_pool_geometry(tmp_path, kind, dtype, geo):
 @pytest.mark.parametrize("kind", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
 def test_pool_activations(tmp_path, kind, dtype, act):
-    # scale 0.02 zp 10: RELU6 and RELU_N1_TO_1 clamp strictly inside the int8 range
-    model = pool_model(kind, dtype, [1, 6, 7, 3], (3, 3), (2, 2), "SAME", act, qin=(0.02, 10))
+    # scale 0.03 zp -100: 0 -> -100, 6 -> 100, 1 -> -67, so the clamps bite inside the int8 range
+    model = pool_model(kind, dtype, [1, 6, 7, 3], (3, 3), (2, 2), "SAME", act, qin=(0.03, -100))
     x = random_inputs([1, 6, 7, 3], dtype, 4, seed=1, scale=4.0)
     assert_matches_tflm(model, [x], tmp_path)
 
