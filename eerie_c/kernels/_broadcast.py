@@ -1,0 +1,63 @@
+"""Compile-time broadcasting for elementwise kernels with any number of operands.
+
+TFLite broadcasts like NumPy: shapes are right-aligned and a size-1 dim stretches. Here the
+output's size-1 dims are dropped and neighbouring dims are merged wherever every operand
+steps through them contiguously (or not at all), so equal shapes become one flat loop and
+[2,4,4,3] against [3] becomes a 32 x 3 nest. Every bound and stride is a literal in the C.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit import render
+from ..errors import EerieError
+
+
+def _contiguous(shape):
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return strides[::-1]
+
+
+def loop_dims(out_shape, shapes) -> list[tuple[int, list[int]]]:
+    """[(bound, [stride of each operand])], outermost first; stride 0 = broadcast."""
+    out_shape = tuple(int(n) for n in out_shape)
+    try:
+        full = tuple(np.broadcast_shapes(*[tuple(s) for s in shapes], out_shape))
+    except ValueError:
+        full = None
+    if full != out_shape:
+        raise EerieError(f"shapes {[list(s) for s in shapes]} do not broadcast to {list(out_shape)}")
+    rank = len(out_shape)
+    per_op = []
+    for shape in shapes:
+        padded = (1,) * (rank - len(shape)) + tuple(int(n) for n in shape)
+        per_op.append([0 if p == 1 else s for p, s in zip(padded, _contiguous(padded))])
+    merged: list = []
+    for i in range(rank):
+        n, st = out_shape[i], [s[i] for s in per_op]
+        if n == 1:
+            continue
+        if merged and all(ps == s * n for ps, s in zip(merged[-1][1], st)):
+            merged[-1] = [merged[-1][0] * n, st]
+        else:
+            merged.append([n, st])
+    return [(n, st) for n, st in merged] or [(1, [0] * len(shapes))]
+
+
+def _index(strides) -> str:
+    terms = [f"i{d}" if s == 1 else f"i{d} * {s}" for d, s in enumerate(strides) if s]
+    return " + ".join(terms) or "0"
+
+
+def elementwise(out_shape, shapes, body, decls=()) -> str:
+    """C that runs `body(idx)` once per output element, where idx is a list of index
+    expressions: one per operand, then the output's."""
+    dims = loop_dims(out_shape, shapes)
+    bounds = [n for n, _ in dims]
+    idx = [_index([st[k] for _, st in dims]) for k in range(len(shapes))]
+    idx.append(_index(_contiguous(bounds)))
+    return render("kernels/elementwise_loops.c.j2", bounds=bounds, decls=list(decls),
+                  body=body(idx).rstrip("\n"))
