@@ -50,6 +50,12 @@ def default_name(path: Path) -> str:
 def check_name(name: str) -> str:
     if not _IDENT.fullmatch(name) or name in _C_KEYWORDS:
         raise EerieError(f"--name {name!r} is not a valid C identifier")
+    # Identifiers starting with "__" or "_" + capital (_Bool, _Complex, ...) are reserved
+    # for the implementation; eerie-c's own EERIE_ prefix is reserved for its macros.
+    if name.startswith("__") or re.match(r"_[A-Z]", name) or name.upper().startswith("EERIE_"):
+        raise EerieError(f"--name {name!r} is not a valid C identifier (reserved)")
+    if len(name) > 63:
+        raise EerieError(f"--name {name[:20]!r}... is not a valid C identifier (longer than 63 characters)")
     return name
 
 
@@ -157,6 +163,8 @@ def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np
         out.append(a)
     if len({a.shape[0] for a in out}) > 1:
         raise EerieError("inputs disagree on the number of inferences (first dimension)")
+    if out and out[0].shape[0] == 0:
+        raise EerieError("the inputs hold zero inferences (first dimension is 0)")
     return out, bool(batched)
 
 

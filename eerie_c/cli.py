@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -98,11 +99,26 @@ def main(argv=None) -> int:
             cmd_compile(argv)
         return 0
     except EerieError as e:
-        print(f"eerie-c: error: {e}", file=sys.stderr)
+        _say(f"eerie-c: error: {e}")
         return 2
     except KeyboardInterrupt:
-        print("eerie-c: interrupted", file=sys.stderr)
+        _say("eerie-c: interrupted")
         return 130
+    except OSError as e:   # unreadable input, unwritable output directory, disk full
+        _say(f"eerie-c: error: {e}")
+        return 2
+    except Exception as e:   # a compiler bug, never the user's fault: one line, exit 3
+        if os.environ.get("EERIE_C_DEBUG"):
+            raise
+        _say(f"eerie-c: internal error: {type(e).__name__}: {str(e)[:300]} (please report; "
+             f"EERIE_C_DEBUG=1 shows the traceback)")
+        return 3
+
+
+def _say(msg: str):
+    """One line on stderr, whatever bytes the message carries (file names, model names)."""
+    line = " ".join(msg.split())
+    print(line.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import tflite
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Quant, Tensor, verify_graph
+from .validate import check_graph, check_shape, malformed, quote, verify_flatbuffer
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
 _OPERATORS = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
@@ -69,14 +70,17 @@ def _options_attrs(op) -> dict:
     return attrs
 
 
-def _buffer_data(model, buf: bytes, index: int) -> np.ndarray | None:
-    if index <= 0 or index >= model.BuffersLength():
+def _buffer_data(model, buf: bytes, index: int, where: str) -> np.ndarray | None:
+    n = model.BuffersLength()
+    if index >= n and index > 0:
+        raise malformed(f"buffer index {index} is out of range ({n} buffers)", where)
+    if index == 0:   # buffer 0 is the empty sentinel: an activation
         return None
     b = model.Buffers(index)
     if b.Offset() > 1:   # large models keep data outside the flatbuffer
         start, size = int(b.Offset()), int(b.Size())
         if start + size > len(buf):
-            raise EerieError(f"malformed TFLite file: buffer {index} lies outside the file")
+            raise malformed(f"buffer {index} (bytes {start} to {start + size}) lies outside the file", where)
         return np.frombuffer(buf, dtype=np.uint8, count=size, offset=start)
     if b.DataIsNone() or b.DataLength() == 0:
         return None
@@ -85,9 +89,11 @@ def _buffer_data(model, buf: bytes, index: int) -> np.ndarray | None:
 
 def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
     t = sg.Tensors(i)
-    type_name = _TENSOR_TYPES.get(t.Type(), str(t.Type()))
     label = (t.Name() or b"").decode("utf-8", "replace")
+    where = f"tensor {i} ({quote(label)})"
+    type_name = _TENSOR_TYPES.get(t.Type(), f"type code {t.Type()}")
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if not t.ShapeIsNone() else ()
+    count = check_shape(shape, where)
     if type_name not in _DTYPES:
         return None, type_name
     dtype = _DTYPES[type_name]
@@ -98,78 +104,98 @@ def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
         zp = np.asarray(q.ZeroPointAsNumpy(), dtype=np.int64) if not q.ZeroPointIsNone() \
             else np.zeros(len(scale), np.int64)
         if len(zp) != len(scale):
-            raise EerieError(f"malformed TFLite file: tensor {i} ({label!r}) has {len(scale)} "
-                             f"scales but {len(zp)} zero points")
+            raise malformed(f"{len(scale)} quantization scales but {len(zp)} zero points", where)
         quant = Quant(scale=scale, zero_point=zp, axis=int(q.QuantizedDimension()))
-    raw = _buffer_data(model, buf, t.Buffer())
+    raw = _buffer_data(model, buf, t.Buffer(), where)
     data = None
     if raw is not None:
         itemsize = np.dtype(_DTYPE_NP[dtype]).itemsize
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if raw.size != count * itemsize:
-            raise EerieError(f"malformed TFLite file: tensor {i} ({label!r}) has shape {list(shape)} "
-                             f"({count * itemsize} bytes) but its buffer holds {raw.size} bytes")
+            raise malformed(f"shape {list(shape)} of {dtype} needs {count * itemsize} bytes but "
+                            f"buffer {t.Buffer()} holds {raw.size}", where)
         data = np.frombuffer(raw.tobytes(), dtype=_DTYPE_NP[dtype]).reshape(shape).copy()
     return Tensor(id=f"t{i}", shape=shape, dtype=dtype, label=label, quant=quant, data=data), None
 
 
 def load_tflite(buf: bytes, name: str) -> Graph:
+    """Read and validate an untrusted .tflite file. Any problem with the file is an
+    EerieError naming what is wrong and where; nothing else escapes."""
     if len(buf) < 8 or buf[4:8] != b"TFL3":
         raise EerieError("not a TFLite model: missing the 'TFL3' file identifier")
+    loc = ["the model"]
     try:
-        return _load(buf, name)
+        verify_flatbuffer(buf)
+        g = _load(buf, name, loc)
+        check_graph(g, len(buf))
     except EerieError:
         raise
-    except Exception as e:   # the flatbuffer readers raise on out-of-range offsets
-        raise EerieError(f"malformed TFLite file: {type(e).__name__}: {e}") from None
+    except (RecursionError, MemoryError) as e:
+        raise malformed(f"{type(e).__name__}", loc[0]) from None
+    except Exception as e:   # the readers raise on anything the verifier did not foresee
+        detail = " ".join(str(e).split())[:120]
+        raise malformed(f"{type(e).__name__}: {detail}", loc[0]) from None
+    return verify_graph(g, "frontend")
 
 
-def _load(buf: bytes, name: str) -> Graph:
+def _load(buf: bytes, name: str, loc: list[str]) -> Graph:
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() < 1:
-        raise EerieError("malformed TFLite file: the model has no subgraph")
+        raise malformed("the model has no subgraph")
     codes = []
     for i in range(model.OperatorCodesLength()):
+        loc[0] = f"operator code {i}"
         c = model.OperatorCodes(i)
         code = max(int(c.BuiltinCode()), int(c.DeprecatedBuiltinCode()))
         if code == tflite.BuiltinOperator.CUSTOM:
-            codes.append("CUSTOM:" + (c.CustomCode() or b"?").decode("utf-8", "replace"))
+            codes.append("CUSTOM:" + (c.CustomCode() or b"?").decode("ascii", "backslashreplace"))
         else:
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
     sg = model.Subgraphs(0)
     tensors, bad_types = {}, {}
-    for i in range(sg.TensorsLength()):
+    n_tensors = sg.TensorsLength()
+    for i in range(n_tensors):
+        loc[0] = f"tensor {i}"
         t, bad = _tensor(model, buf, sg, i)
         if bad:
             bad_types.setdefault(bad, []).append(i)
         else:
             tensors[t.id] = t
-    if bad_types:
-        items = "; ".join(f"{k} x{len(v)} (tensors {', '.join(map(str, v[:5]))}"
-                          f"{', ...' if len(v) > 5 else ''})" for k, v in sorted(bad_types.items()))
-        raise EerieError(f"unsupported tensor dtype: {items}")
 
-    def tid(i: int) -> str | None:
-        if i < 0:
+    def tid(i: int, where: str) -> str | None:
+        if i == -1:
             return None
-        if f"t{i}" not in tensors:
-            raise EerieError(f"malformed TFLite file: tensor index {i} out of range")
+        if not 0 <= i < n_tensors:
+            raise malformed(f"tensor index {i} is out of range ({n_tensors} tensors)", where)
         return f"t{i}"
 
     ops = []
     for k in range(sg.OperatorsLength()):
+        loc[0] = f"op {k}"
         o = sg.Operators(k)
         if o.OpcodeIndex() >= len(codes):
-            raise EerieError(f"malformed TFLite file: op {k} has opcode index {o.OpcodeIndex()} out of range")
+            raise malformed(f"opcode index {o.OpcodeIndex()} is out of range ({len(codes)} operator codes)",
+                            f"op {k}")
         kind = codes[o.OpcodeIndex()]
-        ins = [tid(int(i)) for i in o.InputsAsNumpy()] if not o.InputsIsNone() else []
-        outs = [tid(int(i)) for i in o.OutputsAsNumpy()] if not o.OutputsIsNone() else []
+        where = f"op {k} ({kind})"
+        loc[0] = where
+        ins = [tid(int(i), where) for i in o.InputsAsNumpy()] if not o.InputsIsNone() else []
+        outs = [tid(int(i), where) for i in o.OutputsAsNumpy()] if not o.OutputsIsNone() else []
         if any(x is None for x in outs):
-            raise EerieError(f"malformed TFLite file: op {k} ({kind}) has an omitted output")
+            raise malformed("an output is omitted (-1)", where)
+        ops.append((k, kind, ins, outs, o))
+    loc[0] = "subgraph 0"
+    inputs = [tid(int(i), "subgraph 0 inputs") for i in sg.InputsAsNumpy()] if not sg.InputsIsNone() else []
+    outputs = [tid(int(i), "subgraph 0 outputs") for i in sg.OutputsAsNumpy()] if not sg.OutputsIsNone() else []
+    if bad_types:
+        # Only after every index has been checked: a corrupt file is reported as such.
+        items = "; ".join(f"{k} x{len(v)} (tensors {', '.join(map(str, v[:5]))}"
+                          f"{', ...' if len(v) > 5 else ''})" for k, v in sorted(bad_types.items()))
+        raise EerieError(f"unsupported tensor dtype: {items}")
+    ir_ops = []
+    for k, kind, ins, outs, o in ops:
+        loc[0] = f"op {k} ({kind}) builtin options"
         layer = tensors[outs[0]].label if outs else ""
-        ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
-                      name=layer or f"{kind.lower()}_{k}", index=k))
-    inputs = [tid(int(i)) for i in sg.InputsAsNumpy()]
-    outputs = [tid(int(i)) for i in sg.OutputsAsNumpy()]
-    g = Graph(name=name, tensors=tensors, ops=ops, inputs=inputs, outputs=outputs)
-    return verify_graph(g, "frontend")
+        ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
+                         name=layer or f"{kind.lower()}_{k}", index=k))
+    loc[0] = "subgraph 0"
+    return Graph(name=name, tensors=tensors, ops=ir_ops, inputs=inputs, outputs=outputs)

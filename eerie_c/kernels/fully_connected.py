@@ -7,6 +7,7 @@ the result is requantized per output channel (per tensor when the weights are).
 import numpy as np
 
 from ..emit import render
+from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
@@ -31,7 +32,8 @@ def lower_fully_connected(op, g, ctx):
         bias = b.data.astype(np.int64) if b is not None else np.zeros(units, np.int64)
         w_zp = w.quant.zero_point.astype(np.int64)
         if np.any(w_zp != 0):
-            raise NotImplementedError("int8 weights with non-zero zero point")
+            raise EerieError(f"FULLY_CONNECTED (op {op.index}): int8 weights with a non-zero "
+                             f"zero point are not supported")
         folded = bias - x.zero_point * wdata.sum(axis=1)
         mult, shift = per_channel_multipliers(x, w, y, units)
         per_channel = w.quant.per_channel
