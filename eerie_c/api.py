@@ -102,12 +102,18 @@ def _op_report(g, low, plan):
             "scratch_bytes": low.scratch_bytes}
 
 
-def compile_model(model, out_dir=None, target: str = "host", name: str | None = None) -> CompileResult:
-    """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there."""
+def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
+                  board=None) -> CompileResult:
+    """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
+    board (name or .json path), also a firmware project (main.c, runtime/, linker script,
+    Makefile) after checking that the model fits the board's flash and RAM."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
+    brd, target = _board_and_target(board, target)
     g = load_model(path, name)
     res = compile_graph(g, name, target, source=path.name)
+    if brd is not None:
+        _add_firmware(res, brd)
     if out_dir is not None:
         res.files["report.json"] = json.dumps(res.report, indent=2, sort_keys=True) + "\n"
         write_files(Path(out_dir), res.files)
@@ -168,16 +174,21 @@ def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np
     return out, bool(batched)
 
 
-def run_model(model, inputs: list[np.ndarray], target: str = "host", out_dir=None,
-              name: str | None = None) -> tuple[list[np.ndarray], dict]:
-    """Compile, build and run on `target`; returns outputs (batched like the inputs) and the report."""
+def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_dir=None,
+              name: str | None = None, board=None, timeout: float | None = None
+              ) -> tuple[list[np.ndarray], dict]:
+    """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
+    (batched like the inputs) and the report (with the board's measurements)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
+    brd, target = _board_and_target(board, target)
     g = load_model(path, name)
     res = compile_graph(g, name, target, source=path.name)
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
+    if brd is not None:
+        return _run_board(res, brd, arrays, batched, work, keep, timeout)
     try:
         ctx = {"name": name, "version": __version__,
                "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
@@ -213,3 +224,38 @@ def _run_host(work: Path, name: str, res: CompileResult, arrays: list[np.ndarray
             outs[k].append(np.frombuffer(raw[pos:pos + s["bytes"]], dtype=DTYPE_NP[s["dtype"]]).reshape(s["shape"]))
             pos += s["bytes"]
     return [np.stack(o) for o in outs]
+
+
+def _board_and_target(board, target: str | None) -> tuple:
+    """(Board or None, target name): a board implies its own target unless told otherwise."""
+    if board is None:
+        return None, target or "host"
+    from .toolchain.boards import Board, get_board, resolve_target
+    brd = board if isinstance(board, Board) else get_board(board)
+    return brd, resolve_target(brd, target).name
+
+
+def _add_firmware(res: CompileResult, brd) -> None:
+    """Budget check (raises before anything is written), then the firmware project files."""
+    from .toolchain.boards import check_budget
+    from .toolchain.firmware import firmware_files
+    res.report["board"] = brd.name
+    res.report["budget"] = check_budget(brd, res.name, res.report)
+    res.files.update(firmware_files(res, brd))
+
+
+def _run_board(res: CompileResult, brd, arrays, batched, work: Path, keep: bool, timeout):
+    from .toolchain.firmware import run_on_board
+    from .toolchain.qemu import DEFAULT_TIMEOUT
+    try:
+        _add_firmware(res, brd)
+        write_files(work, res.files)
+        outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
+        res.report.update(measured)
+        (work / "report.json").write_text(json.dumps(res.report, indent=2, sort_keys=True) + "\n")
+        if not batched:
+            outputs = [o[0] for o in outputs]
+        return outputs, res.report
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)

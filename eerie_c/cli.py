@@ -15,7 +15,11 @@ from .errors import EerieError
 EXAMPLES = """examples:
   eerie-c model.tflite -o build/kws                 compile for the host (model.c/.h/.mk, report.json)
   eerie-c run model.tflite --input x.npy --output y.npy
+  eerie-c model.tflite --board mps2-an386 -o fw     firmware project: `make`, `make run` (QEMU)
+  eerie-c run model.tflite --board mps2-an386 --input x.npy --output y.npy
+                                                     run in QEMU; prints instructions, flash, RAM, stack
   eerie-c ops                                        list supported operators and dtypes
+  eerie-c boards                                     list boards (CPU, flash, RAM, QEMU machine)
 """
 
 
@@ -24,7 +28,11 @@ def _compile_parser() -> argparse.ArgumentParser:
                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="a .tflite model")
     p.add_argument("-o", "--out", default=None, help="output directory (default: ./NAME)")
-    p.add_argument("--target", default="host", help="code generation target (default: host)")
+    p.add_argument("--target", default=None,
+                   help="code generation target: host, cortex-m, cortex-m0|m3|m4|m7|m33|m55 "
+                        "(default: host, or the board's CPU with --board)")
+    p.add_argument("--board", default=None,
+                   help="also write a firmware project for this board (see `eerie-c boards`)")
     p.add_argument("--name", default=None, help="C name prefix (default: from the file name)")
     p.add_argument("--version", action="version", version=f"eerie-c {__version__}")
     return p
@@ -36,7 +44,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--input", action="append", default=[], help=".npy input, once per model input in order")
     p.add_argument("--output", action="append", default=[], help=".npy output path, once per model output")
-    p.add_argument("--target", default="host")
+    p.add_argument("--target", default=None, help="default: host, or the board's CPU with --board")
+    p.add_argument("--board", default=None, help="run on this board in QEMU (see `eerie-c boards`)")
+    p.add_argument("--timeout", type=float, default=None, help="QEMU time limit in seconds")
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--out", default=None, help="keep the build directory here")
     return p
@@ -55,8 +65,11 @@ def cmd_compile(argv):
     from .api import compile_model, default_name
     a = _compile_parser().parse_args(argv)
     out = a.out or (a.name or default_name(a.model))
-    res = compile_model(a.model, out, target=a.target, name=a.name)
+    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board)
     r = res.report
+    if a.board:
+        print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
+              f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
     print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json "
           f"(arena {r['arena_bytes']} B, constants {r['flash_bytes']} B, {r['macs']} MACs)")
 
@@ -67,14 +80,16 @@ def cmd_run(argv):
     if not a.input:
         raise EerieError("eerie-c run needs at least one --input")
     arrays = [_load_npy(p) for p in a.input]
-    outputs, report = run_model(a.model, arrays, target=a.target, out_dir=a.out, name=a.name)
+    outputs, report = run_model(a.model, arrays, target=a.target, out_dir=a.out, name=a.name,
+                                board=a.board, timeout=a.timeout)
     if a.output and len(a.output) != len(outputs):
         raise EerieError(f"the model has {len(outputs)} output(s) but {len(a.output)} --output paths were given")
     for k, o in enumerate(outputs):
         if a.output:
             np.save(a.output[k], o)
         print(f"output {k}: {np.array2string(o, threshold=64)}")
-    keys = ("arena_bytes", "flash_bytes", "instructions", "stack_high_water_bytes")
+    keys = ("board", "arena_bytes", "flash_bytes", "ram_static_bytes", "instructions",
+            "stack_high_water_bytes")
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 
@@ -87,7 +102,19 @@ def cmd_ops(argv):
         print(kind.ljust(28) + " ".join(("yes" if d in reg[kind].dtypes else "-").ljust(8) for d in dtypes))
 
 
-COMMANDS = {"run": cmd_run, "ops": cmd_ops}
+def cmd_boards(argv):
+    from .toolchain.boards import format_size, list_boards
+    argparse.ArgumentParser(prog="eerie-c boards", description="List the boards eerie-c knows.").parse_args(argv)
+    rows = [("board", "cpu", "flash", "ram", "qemu machine")]
+    for b in list_boards():
+        flash = format_size(b.flash.size) + (f" + {format_size(b.rodata.size)} rodata" if b.rodata else "")
+        rows.append((b.name, b.cpu, flash, format_size(b.ram.size), b.qemu_machine))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards}
 
 
 def main(argv=None) -> int:

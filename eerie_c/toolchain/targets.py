@@ -1,4 +1,21 @@
-"""Compiler flags per target. The model's own C is always checked with the strict set."""
+"""Compiler flags per target. The model's own C is always checked with the strict set.
+
+Embedded targets (arm-none-eabi-gcc, Thumb):
+
+    cortex-m     portable Thumb-2: -mcpu=cortex-m3, soft float. ARMv7-M code runs unchanged on
+                 every ARMv7-M and ARMv8-M Mainline core (M3, M4, M7, M33, M35P, M55, M85), and
+                 the soft-float ABI links with any firmware whatever its FPU settings are, so
+                 one build fits all of them. Only ARMv6-M/ARMv8-M Baseline cores (M0, M0+,
+                 M1, M23) need --target cortex-m0 instead.
+    cortex-m0    ARMv6-M, no FPU.
+    cortex-m3    ARMv7-M, no FPU.
+    cortex-m4    ARMv7E-M, single-precision FPv4 (hard-float ABI).
+    cortex-m7    ARMv7E-M, double-precision FPv5 (fpv5-d16: the M7 of the MPS2 AN500 image
+                 has the DP unit; firmware for an SP-only M7 should use cortex-m4 flags).
+    cortex-m33   ARMv8-M Mainline, single-precision FPv5.
+    cortex-m55   ARMv8.1-M Mainline with MVE (Helium) and FPU; -mfpu=auto takes the
+                 full feature set of -mcpu.
+"""
 from dataclasses import dataclass
 
 from ..errors import EerieError
@@ -12,14 +29,33 @@ class Target:
     cc: str
     arch_flags: str
     opt: str = "-O2"
+    cpu: str | None = None        # the -mcpu a Cortex-M target tunes for; None for the host
+    has_fpu: bool = False
+    description: str = ""
 
     @property
     def cflags(self) -> str:
         return " ".join(x for x in (STRICT, self.opt, self.arch_flags) if x)
 
+    @property
+    def embedded(self) -> bool:
+        return self.cpu is not None
+
+
+def _m(name, cpu, fpu=None, description=""):
+    flags = f"-mcpu={cpu} -mthumb " + (f"-mfloat-abi=hard -mfpu={fpu}" if fpu else "-mfloat-abi=soft")
+    return Target(name, "arm-none-eabi-gcc", flags, cpu=cpu, has_fpu=fpu is not None, description=description)
+
 
 TARGETS = {
-    "host": Target("host", "cc", ""),
+    "host": Target("host", "cc", "", description="the machine running eerie-c (gcc or clang)"),
+    "cortex-m": _m("cortex-m", "cortex-m3", description="portable Thumb-2 (ARMv7-M), soft float"),
+    "cortex-m0": _m("cortex-m0", "cortex-m0", description="ARMv6-M, soft float"),
+    "cortex-m3": _m("cortex-m3", "cortex-m3", description="ARMv7-M, soft float"),
+    "cortex-m4": _m("cortex-m4", "cortex-m4", "fpv4-sp-d16", "ARMv7E-M, FPv4 single precision"),
+    "cortex-m7": _m("cortex-m7", "cortex-m7", "fpv5-d16", "ARMv7E-M, FPv5 double precision"),
+    "cortex-m33": _m("cortex-m33", "cortex-m33", "fpv5-sp-d16", "ARMv8-M Mainline, FPv5 single precision"),
+    "cortex-m55": _m("cortex-m55", "cortex-m55", "auto", "ARMv8.1-M Mainline, MVE and FPU"),
 }
 
 

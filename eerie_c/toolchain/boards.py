@@ -1,0 +1,171 @@
+"""Board definitions: boards/NAME.json (CPU, memory regions, QEMU machine, how output leaves
+the chip) plus boards/NAME.ld, the linker script for eerie-c firmware projects.
+
+A board may also be given as a path to a .json file of the same form (its linker script is
+looked up beside it), for boards of one's own or for tight budgets in tests.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from ..errors import EerieError
+from ..resources import resource_dir
+from .targets import TARGETS, Target, get_target
+
+# What the firmware adds to the model: harness, start-up, semihosting, libc's memcpy/memset
+# and libgcc helpers (measured at 3-6 KiB on every board), plus the model's layer code.
+RUNTIME_CODE_BYTES = 8 * 1024
+CODE_BYTES_PER_OP = 1024
+RUNTIME_RAM_BYTES = 64
+
+# Targets whose code runs on each CPU: its own, and the portable subsets it implements.
+_RUNS_ON = {
+    "cortex-m0": {"cortex-m0"},
+    "cortex-m3": {"cortex-m", "cortex-m0", "cortex-m3"},
+    "cortex-m4": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m4"},
+    "cortex-m7": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7"},
+    "cortex-m33": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m33"},
+    "cortex-m55": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m33", "cortex-m55"},
+}
+
+
+@dataclass(frozen=True)
+class Region:
+    origin: int
+    size: int
+    contents: str = ""
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    cpu: str
+    target: str
+    qemu_machine: str
+    flash: Region
+    ram: Region
+    rodata: Region | None      # a separate region for constants (weights), if the board has one
+    stack_bytes: int
+    insns_per_tick: Fraction   # SysTick ticks -> instructions under QEMU -icount shift=0
+    output: str
+    linker_script: Path
+    source: Path
+
+    def compatible(self, target: str) -> bool:
+        return target in _RUNS_ON.get(self.cpu, {self.target})
+
+    def to_json(self) -> dict:
+        d = json.loads(self.source.read_text())
+        d["linker_script"] = self.linker_script.name
+        return d
+
+
+def _region(d: dict, what: str, src: Path) -> Region:
+    try:
+        origin = d["origin"]
+        return Region(int(origin, 0) if isinstance(origin, str) else int(origin), int(d["size"]),
+                      d.get("contents", ""))
+    except (KeyError, TypeError, ValueError) as e:
+        raise EerieError(f"{src}: bad {what} region ({e})") from None
+
+
+def load_board(path: Path) -> Board:
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except OSError as e:
+        raise EerieError(f"{path}: cannot read board file ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise EerieError(f"{path}: not valid JSON ({e})") from None
+    try:
+        name, cpu = str(d["name"]), str(d["cpu"])
+        target = str(d.get("target", cpu))
+        get_target(target)
+        ld = path.parent / d.get("linker_script", f"{path.stem}.ld")
+        if not ld.is_file():
+            raise EerieError(f"{path}: linker script {ld.name} not found beside it")
+        return Board(
+            name=name, description=d.get("description", ""), cpu=cpu, target=target,
+            qemu_machine=str(d["qemu_machine"]),
+            flash=_region(d["flash"], "flash", path), ram=_region(d["ram"], "ram", path),
+            rodata=_region(d["rodata"], "rodata", path) if d.get("rodata") else None,
+            stack_bytes=int(d.get("stack_bytes", 16384)),
+            insns_per_tick=Fraction(str(d.get("systick_instructions_per_tick", 40))),
+            output=str(d.get("output", "semihosting")), linker_script=ld, source=path)
+    except KeyError as e:
+        raise EerieError(f"{path}: board file lacks the key {e.args[0]!r}") from None
+
+
+def board_names() -> list[str]:
+    return sorted(p.stem for p in resource_dir("boards").glob("*.json"))
+
+
+def list_boards() -> list[Board]:
+    return [load_board(resource_dir("boards") / f"{n}.json") for n in board_names()]
+
+
+def get_board(name) -> Board:
+    """A board by name (boards/NAME.json), or a path to a board .json file."""
+    s = str(name)
+    if s.endswith(".json") or "/" in s:
+        return load_board(Path(s))
+    p = resource_dir("boards") / f"{s}.json"
+    if not p.is_file():
+        raise EerieError(f"unknown board {s!r} (known: {', '.join(board_names())}; "
+                         f"`eerie-c boards` lists them)")
+    return load_board(p)
+
+
+def resolve_target(board: Board, target: str | None) -> Target:
+    """The board's own target unless another one that runs on its CPU was asked for."""
+    if target is None:
+        return get_target(board.target)
+    tgt = get_target(target)
+    if not tgt.embedded or not board.compatible(target):
+        ok = ", ".join(sorted(t for t in TARGETS if board.compatible(t)))
+        raise EerieError(f"target {target!r} does not run on board {board.name} ({board.cpu}); "
+                         f"use one of: {ok}")
+    return tgt
+
+
+def budget(board: Board, report: dict) -> dict:
+    """Flash and RAM the firmware needs, estimated before anything is built."""
+    consts = int(report["constant_bytes"])
+    code = RUNTIME_CODE_BYTES + CODE_BYTES_PER_OP * len(report.get("ops", []))
+    io = sum(int(t["bytes"]) for t in report["inputs"] + report["outputs"])
+    ram = int(report["arena_bytes"]) + io + RUNTIME_RAM_BYTES + board.stack_bytes
+    return {"constant_bytes": consts, "code_bytes_estimate": code, "io_buffer_bytes": io,
+            "stack_reserve_bytes": board.stack_bytes, "ram_bytes_estimate": ram}
+
+
+def check_budget(board: Board, name: str, report: dict) -> dict:
+    """Raise a one-line EerieError saying by how many bytes a model overflows the board."""
+    b = budget(board, report)
+    consts, code = b["constant_bytes"], b["code_bytes_estimate"]
+    if board.rodata is not None:
+        checks = [("constants", consts, board.rodata, "rodata flash", f"constants {consts}"),
+                  ("code", code, board.flash, "flash", f"code estimate {code}")]
+    else:
+        checks = [("flash", consts + code, board.flash, "flash",
+                   f"constants {consts} + code estimate {code}")]
+    ram = b["ram_bytes_estimate"]
+    checks.append(("ram", ram, board.ram, "RAM",
+                   f"arena {report['arena_bytes']} + I/O buffers {b['io_buffer_bytes']} + "
+                   f"stack reserve {board.stack_bytes} + runtime {RUNTIME_RAM_BYTES}"))
+    for _, need, region, label, detail in checks:
+        if need > region.size:
+            raise EerieError(f"model {name} does not fit board {board.name}: {label} needs {need} bytes "
+                             f"({detail}) but the board has {region.size}, {need - region.size} bytes too many")
+    return b
+
+
+def format_size(n: int) -> str:
+    if n % (1024 * 1024) == 0:
+        return f"{n // (1024 * 1024)} MiB"
+    if n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n} B"

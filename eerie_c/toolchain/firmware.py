@@ -1,0 +1,124 @@
+"""Firmware projects: the model files plus a test harness (main.c), the shared start-up and
+runtime (runtime_c/), the board's linker script and a Makefile (`make`, `make run`).
+
+Also builds such a project and runs it in QEMU for `eerie-c run --board`.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..emit import render
+from ..emit.c import io_info
+from ..errors import CompilerBug, EerieError
+from ..ir import DTYPE_NP
+from ..resources import resource_dir
+from .boards import Board
+from .build import run_cmd
+from .qemu import DEFAULT_TIMEOUT, run_qemu
+
+RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c")
+INPUTS_FILE = "inputs.bin"
+OUTPUTS_FILE = "outputs.bin"
+CROSS = "arm-none-eabi-"
+
+
+def firmware_files(res, board: Board) -> dict[str, str | bytes]:
+    """The files a firmware project adds to the model's own (NAME.c/.h/.mk)."""
+    g = res.graph
+    ipt = board.insns_per_tick
+    ctx = {"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
+           "target": res.target, "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs),
+           "inputs_file": INPUTS_FILE, "outputs_file": OUTPUTS_FILE,
+           "ldscript": board.linker_script.name, "ipt_num": ipt.numerator, "ipt_den": ipt.denominator,
+           "ipt_text": f"{float(ipt):g}"}
+    files: dict[str, str | bytes] = {
+        "main.c": render("firmware/main.c.j2", **ctx),
+        "Makefile": render("firmware/Makefile.j2", **ctx),
+        board.linker_script.name: board.linker_script.read_text(),
+    }
+    rt = resource_dir("runtime_c")
+    for f in RUNTIME_FILES:
+        files[f"runtime/{f}"] = (rt / f).read_text()
+    # One record of zero bytes, so that `make run` works out of the box.
+    files[INPUTS_FILE] = bytes(sum(t["bytes"] for t in ctx["inputs"]))
+    return files
+
+
+def require_toolchain():
+    for tool in (CROSS + "gcc", CROSS + "size", "make"):
+        if shutil.which(tool) is None:
+            raise EerieError(f"'{tool}' is not installed (Debian: apt-get install gcc-arm-none-eabi "
+                             f"libnewlib-arm-none-eabi make)")
+
+
+def build_firmware(project: Path, name: str) -> Path:
+    """`make` in the project directory; returns the ELF."""
+    require_toolchain()
+    run_cmd(["make", "--no-print-directory", "-B", f"{name}.elf"], project, "firmware build")
+    return project / f"{name}.elf"
+
+
+def elf_sizes(elf: Path) -> dict[str, int]:
+    """Berkeley sizes: text (code + read-only data, all in flash), data, bss."""
+    elf = Path(elf).resolve()
+    p = run_cmd([CROSS + "size", "-B", elf.name], elf.parent, "arm-none-eabi-size")
+    nums = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s", p.stdout, re.M)
+    if not nums:
+        raise CompilerBug(f"cannot read arm-none-eabi-size output: {p.stdout!r}")
+    text, data, bss = map(int, nums[0])
+    return {"text": text, "data": data, "bss": bss}
+
+
+def pack_records(arrays: list[np.ndarray]) -> bytes:
+    n = arrays[0].shape[0]
+    return b"".join(b"".join(np.ascontiguousarray(a[i]).tobytes() for a in arrays) for i in range(n))
+
+
+def unpack_records(raw: bytes, specs: list[dict], n: int, where: str) -> list[np.ndarray]:
+    per = sum(s["bytes"] for s in specs)
+    if len(raw) != per * n:
+        raise CompilerBug(f"{where} wrote {len(raw)} bytes of outputs, expected {per * n}")
+    outs = [[] for _ in specs]
+    for i in range(n):
+        pos = i * per
+        for k, s in enumerate(specs):
+            outs[k].append(np.frombuffer(raw[pos:pos + s["bytes"]], dtype=DTYPE_NP[s["dtype"]])
+                           .reshape(s["shape"]))
+            pos += s["bytes"]
+    return [np.stack(o) for o in outs]
+
+
+def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
+                 timeout: float = DEFAULT_TIMEOUT) -> tuple[list[np.ndarray], dict]:
+    """Build the project, run all records in one QEMU boot, return outputs and measurements."""
+    project = Path(project).resolve()
+    elf = build_firmware(project, res.name)
+    sizes = elf_sizes(elf)
+    n = arrays[0].shape[0]
+    (project / INPUTS_FILE).write_bytes(pack_records(arrays))
+    out_path = project / OUTPUTS_FILE
+    if out_path.exists():
+        out_path.unlink()
+    run = run_qemu(board, elf, project, timeout)
+    if run.values.get("inferences") != n or len(run.instructions) != n:
+        raise CompilerBug(f"the firmware on {board.name} ran {run.values.get('inferences')} of {n} "
+                          f"inferences:\n{run.stdout[-2000:]}")
+    outputs = unpack_records(out_path.read_bytes(), res.report["outputs"], n, f"the firmware on {board.name}")
+    hw, reserve = run.values["stack_high_water_bytes"], run.values["stack_reserve_bytes"]
+    measured = {
+        "board": board.name, "cpu": board.cpu, "qemu_machine": board.qemu_machine,
+        # Worst case over the inferences run; all of them are listed too.
+        "instructions": max(run.instructions),
+        "instructions_per_inference": run.instructions,
+        "flash_bytes": sizes["text"], "ram_static_bytes": sizes["data"] + sizes["bss"],
+        "elf_sizes": sizes,
+        "stack_high_water_bytes": hw, "stack_reserve_bytes": reserve,
+    }
+    if hw >= reserve:
+        raise EerieError(f"the stack overflowed its {reserve}-byte reserve on {board.name}")
+    return outputs, measured

@@ -1,0 +1,39 @@
+/* eerie_rt.h: the small bare-metal runtime eerie-c firmware projects link with.
+ *
+ * Start-up (eerie_startup.c): vector table, reset handler (.data copy, .bss clear, stack
+ * painting, FPU enable), fault handlers that report and stop QEMU.
+ * Services (eerie_rt.c): ARM semihosting (files and console on the host running QEMU),
+ * a SysTick-based instruction counter and the stack high-water measurement.
+ * No newlib start-up code and no stdio: the runtime needs only memcpy/memset from libc. */
+#ifndef EERIE_RT_H
+#define EERIE_RT_H
+
+#include <stdint.h>
+
+/* Semihosting open modes (the ISO C fopen modes, numbered as the ARM spec does). */
+#define EERIE_SH_MODE_RB 1
+#define EERIE_SH_MODE_WB 5
+
+int eerie_sh_open(const char *path, int mode);           /* handle, or -1 */
+int eerie_sh_close(int handle);
+uint32_t eerie_sh_read(int handle, void *buf, uint32_t len);       /* bytes read */
+uint32_t eerie_sh_write(int handle, const void *buf, uint32_t len); /* bytes written */
+void eerie_sh_puts(const char *s);                        /* to QEMU's stdout */
+void eerie_sh_exit(int status) __attribute__((noreturn));  /* ends the QEMU run */
+
+/* Console helpers: decimal numbers without printf. */
+void eerie_put_u64(uint64_t v);
+void eerie_put_kv(const char *key, uint64_t value);       /* "eerie: KEY VALUE\n" */
+
+/* Instruction counter. Under QEMU -icount shift=0 SysTick advances one tick every
+ * EERIE_INSNS_PER_TICK_NUM / EERIE_INSNS_PER_TICK_DEN instructions (board data). */
+void eerie_counter_init(void);
+uint64_t eerie_counter_ticks(void);     /* monotonic SysTick ticks since init */
+uint64_t eerie_ticks_to_instructions(uint64_t ticks);
+
+/* Stack: the reset handler paints the stack region; this returns the deepest use so far
+ * in bytes (from the top of the stack down to the lowest overwritten word). */
+uint32_t eerie_stack_high_water(void);
+uint32_t eerie_stack_size(void);
+
+#endif /* EERIE_RT_H */

@@ -1,0 +1,98 @@
+/* eerie_startup.c: vector table and reset handler for Cortex-M (v6-M, v7-M, v8-M).
+ *
+ * Our own start-up instead of newlib's crt0: rdimon's crt0 moves the stack pointer to an
+ * address outside the RAM of some QEMU boards, and we need to paint the stack before main
+ * runs to measure its high-water mark. Link with -nostartfiles. */
+#include <stdint.h>
+#include <string.h>
+
+#include "eerie_rt.h"
+
+/* Symbols from the board's linker script. */
+extern uint32_t __data_load__[], __data_start__[], __data_end__[];
+extern uint32_t __bss_start__[], __bss_end__[];
+extern uint32_t __stack_limit__[], __stack_top__[];
+
+#define EERIE_STACK_PAINT 0xC0FFEE5Au
+
+int main(void);
+void Reset_Handler(void) __attribute__((noreturn));
+void SysTick_Handler(void);
+void eerie_fault_handler(void);
+
+/* The first 16 entries of the vector table: initial stack pointer, then the system
+ * exceptions. The model never enables an external interrupt, so none are listed. */
+struct eerie_vectors {
+    uint32_t *initial_sp;
+    void (*handler[15])(void);
+};
+
+__attribute__((section(".vectors"), used))
+const struct eerie_vectors eerie_vector_table = {
+    __stack_top__,
+    {
+        Reset_Handler,          /* 1 reset */
+        eerie_fault_handler,    /* 2 NMI */
+        eerie_fault_handler,    /* 3 HardFault */
+        eerie_fault_handler,    /* 4 MemManage */
+        eerie_fault_handler,    /* 5 BusFault */
+        eerie_fault_handler,    /* 6 UsageFault */
+        eerie_fault_handler,    /* 7 SecureFault (v8-M) */
+        0, 0, 0,                /* 8-10 reserved */
+        eerie_fault_handler,    /* 11 SVCall */
+        eerie_fault_handler,    /* 12 DebugMonitor */
+        0,                      /* 13 reserved */
+        eerie_fault_handler,    /* 14 PendSV */
+        SysTick_Handler,        /* 15 SysTick */
+    },
+};
+
+void eerie_fault_handler(void)
+{
+    eerie_sh_puts("eerie: fault: the firmware took an unexpected exception\n");
+    eerie_sh_exit(3);
+}
+
+static uint32_t *current_sp(void)
+{
+    uint32_t *sp;
+    __asm__ __volatile__("mov %0, sp" : "=r"(sp));
+    return sp;
+}
+
+void Reset_Handler(void)
+{
+    uint32_t *p;
+    uint32_t *sp;
+#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
+    /* Grant full access to coprocessors 10 and 11 (the FPU, and MVE on v8.1-M) before any
+     * floating-point instruction runs; the compiler may use FP registers anywhere after. */
+    *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
+    __asm__ __volatile__("dsb\n\tisb" ::: "memory");
+#endif
+    memcpy(__data_start__, __data_load__,
+           (uint32_t)((uintptr_t)__data_end__ - (uintptr_t)__data_start__));
+    memset(__bss_start__, 0, (uint32_t)((uintptr_t)__bss_end__ - (uintptr_t)__bss_start__));
+    /* Paint the unused part of the stack; eerie_stack_high_water() finds the deepest word
+     * that no longer holds the pattern. Stop short of our own frame. */
+    sp = current_sp();
+    for (p = __stack_limit__; p < sp - 4; ++p) {
+        *p = EERIE_STACK_PAINT;
+    }
+    eerie_counter_init();
+    eerie_sh_exit(main());
+}
+
+uint32_t eerie_stack_high_water(void)
+{
+    const uint32_t *p = __stack_limit__;
+    while (p < __stack_top__ && *p == EERIE_STACK_PAINT) {
+        ++p;
+    }
+    return (uint32_t)((uintptr_t)__stack_top__ - (uintptr_t)p);
+}
+
+uint32_t eerie_stack_size(void)
+{
+    return (uint32_t)((uintptr_t)__stack_top__ - (uintptr_t)__stack_limit__);
+}

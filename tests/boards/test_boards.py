@@ -1,0 +1,307 @@
+"""Cortex-M boards in QEMU: every shared model on every board equals TFLM (int8 bit for bit,
+float within 1e-5 of the output range) on 5 random inputs passed into the firmware; the
+measurements are reported; budgets fail at compile time; the model's .mk fragment works
+from a hand-written firmware Makefile; the SysTick instruction counter is calibrated."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import MODELS, random_inputs, tflm_run
+from eerie_c.api import compile_model, run_model
+from eerie_c.cli import main as cli_main
+from eerie_c.resources import resource_dir
+from eerie_c.toolchain.boards import board_names, get_board
+from eerie_c.toolchain.targets import TARGETS
+
+BOARDS = ["mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547"]
+INT8_MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8"]
+FLOAT_MODELS = ["pretrainedResnet", "ad01_fp32"]
+FPU_BOARDS = ["mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547"]
+# Float models also run with soft float on the M3.
+FLOAT_BOARDS = FPU_BOARDS + ["mps2-an385"]
+N_INPUTS = 5
+TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
+
+
+# Each combination takes 1-3 s (build + one QEMU boot for all inputs), except float ResNet-8
+# in soft float on the M3: ~0.9 G instructions per inference, ~12 s. All run in CI.
+def _combos():
+    for m in INT8_MODELS:
+        for b in BOARDS:
+            yield m, b
+    for m in FLOAT_MODELS:
+        for b in FLOAT_BOARDS:
+            yield m, b
+
+
+def _param(m, b):
+    return pytest.param(m, b, id=f"{m}-{b}")
+
+
+@pytest.fixture(scope="session")
+def board_tools():
+    """Board tests FAIL (never skip) without the cross toolchain and QEMU: CI installs them."""
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"board tests need {', '.join(missing)} on PATH: apt-get install gcc-arm-none-eabi "
+                    f"libnewlib-arm-none-eabi qemu-system-arm make (.ci/setup does this)")
+
+
+@functools.lru_cache(maxsize=None)
+def _inputs_and_reference(model: str):
+    path = MODELS / f"{model}.tflite"
+    spec = compile_model(path).report["inputs"]
+    xs = [random_inputs(s["shape"], s["dtype"], N_INPUTS, seed=7 + k) for k, s in enumerate(spec)]
+    return path, xs, tflm_run(path, xs)
+
+
+def test_all_boards_are_listed(board_tools, capsys):
+    assert set(BOARDS) <= set(board_names())
+    assert cli_main(["boards"]) == 0
+    out = capsys.readouterr().out
+    for b in BOARDS:
+        brd = get_board(b)
+        line = next(ln for ln in out.splitlines() if ln.startswith(b + " "))
+        assert brd.cpu in line and "MiB" in line
+
+
+@pytest.mark.parametrize("model,board", [_param(m, b) for m, b in _combos()])
+def test_model_on_board_matches_tflm(board_tools, models_dir, tmp_path, model, board):
+    path, xs, ref = _inputs_and_reference(model)
+    out_dir = tmp_path / "fw"
+    got, report = run_model(path, xs, board=board, out_dir=out_dir)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert g.shape == r.shape and g.dtype == r.dtype
+        if np.issubdtype(r.dtype, np.floating):
+            span = max(float(np.abs(r).max()), 1e-6)
+            np.testing.assert_allclose(g, r, rtol=0, atol=1e-5 * span)
+        else:
+            np.testing.assert_array_equal(g, r)
+    saved = json.loads((out_dir / "report.json").read_text())
+    for key in ("instructions", "flash_bytes", "ram_static_bytes", "stack_high_water_bytes"):
+        assert saved[key] == report[key]
+    assert saved["board"] == board and len(saved["instructions_per_inference"]) == N_INPUTS
+    assert saved["instructions"] >= saved["macs"]           # at least one instruction per MAC
+    assert saved["flash_bytes"] > saved["constant_bytes"]   # weights plus code
+    assert saved["ram_static_bytes"] >= saved["arena_bytes"]
+    assert 0 < saved["stack_high_water_bytes"] < saved["stack_reserve_bytes"]
+
+
+# ---- the SysTick instruction counter ----------------------------------------------------
+
+CAL_MAIN = r"""
+#include <stdint.h>
+#include "eerie_rt.h"
+int main(void)
+{
+    uint32_t n = 1000000u;
+    uint64_t t0 = eerie_counter_ticks();
+    /* exactly 2,000,000 instructions: subs + bne per iteration */
+    __asm__ __volatile__("1: subs %0, %0, #1\n\tbne 1b" : "+l"(n) :: "cc");
+    eerie_put_kv("loop_instructions", eerie_ticks_to_instructions(eerie_counter_ticks() - t0));
+    eerie_put_kv("stack_high_water_bytes", eerie_stack_high_water());
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("reload", [None, 0xFFF])
+@pytest.mark.parametrize("board", BOARDS)
+def test_instruction_counter_calibrated(board_tools, tmp_path, board, reload):
+    """A loop of exactly 2,000,000 instructions measures as such on every board (to one
+    SysTick tick plus the counter's own reads); with a tiny reload value the same loop wraps
+    the 24-bit counter hundreds of times and still measures the same."""
+    brd = get_board(board)
+    tgt = TARGETS[brd.target]
+    rt = resource_dir("runtime_c")
+    (tmp_path / "main.c").write_text(CAL_MAIN)
+    ipt = brd.insns_per_tick
+    cmd = ["arm-none-eabi-gcc", *tgt.cflags.split(), f"-I{rt}", "main.c", str(rt / "eerie_startup.c"),
+           str(rt / "eerie_rt.c"), f"-DEERIE_INSNS_PER_TICK_NUM={ipt.numerator}u",
+           f"-DEERIE_INSNS_PER_TICK_DEN={ipt.denominator}u",
+           "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-T", str(brd.linker_script),
+           "-Wl,--gc-sections", "-o", "cal.elf", "-lm"]
+    if reload is not None:
+        cmd.append(f"-DEERIE_SYSTICK_RELOAD={reload}u")
+    subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    from eerie_c.toolchain.qemu import run_qemu
+    run = run_qemu(brd, tmp_path / "cal.elf", tmp_path, timeout=60)
+    got = run.values["loop_instructions"]
+    tick = float(ipt)
+    # Each wrap costs the interrupt handler's few instructions (entry, increment, return).
+    wraps = 0 if reload is None else 2_000_000 / tick / (reload + 1)
+    assert 2_000_000 - tick <= got <= 2_000_000 + 2 * tick + 40 + 20 * wraps, got
+    assert 0 < run.values["stack_high_water_bytes"] < 1024
+
+
+# ---- budgets ------------------------------------------------------------------------------
+
+def _tiny_board(tmp_path: Path, **sizes) -> Path:
+    """A copy of mps2-an386 with smaller memories (and its linker script beside it)."""
+    src = get_board("mps2-an386")
+    d = json.loads(src.source.read_text())
+    d["name"] = "tiny-an386"
+    for region, size in sizes.items():
+        d[region]["size"] = size
+    p = tmp_path / "tiny-an386.json"
+    p.write_text(json.dumps(d))
+    shutil.copy(src.linker_script, tmp_path / src.linker_script.name)
+    return p
+
+
+@pytest.mark.parametrize("region,size,word", [("flash", 64 * 1024, "flash"), ("ram", 16 * 1024, "RAM")])
+def test_model_too_large_fails_at_compile_time(board_tools, models_dir, tmp_path, capsys, region, size, word):
+    board = _tiny_board(tmp_path, **{region: size})
+    out = tmp_path / "out"
+    rc = cli_main([str(models_dir / "ad01_int8.tflite"), "--board", str(board), "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1
+    # "...: flash needs 287384 bytes (...) but the board has 65536, 221848 bytes too many"
+    assert f"{word} needs" in err and "bytes too many" in err and "tiny-an386" in err, err
+    need = int(err.split(" needs ")[1].split()[0])
+    over = int(err.split(", ")[-1].split()[0])
+    assert need - size == over > 0
+    assert not out.exists()
+
+
+def test_model_too_large_for_itcm_and_qspi(board_tools, models_dir, tmp_path, capsys):
+    """ad01_fp32 (1 MiB of weights) fits the AN547 only because its constants go to QSPI flash:
+    with that region shrunk to 512 KiB the compile fails on the constants."""
+    src = get_board("mps3-an547")
+    d = json.loads(src.source.read_text())
+    d["rodata"]["size"] = 512 * 1024
+    (tmp_path / "small547.json").write_text(json.dumps(d))
+    shutil.copy(src.linker_script, tmp_path / src.linker_script.name)
+    rc = cli_main([str(models_dir / "ad01_fp32.tflite"), "--board", str(tmp_path / "small547.json"),
+                   "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "rodata flash needs" in err and "bytes too many" in err, err
+
+
+def test_target_must_run_on_the_board(board_tools, models_dir, tmp_path, capsys):
+    rc = cli_main([str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an385", "--target", "cortex-m7",
+                   "-o", str(tmp_path / "o")])
+    assert rc == 2 and "does not run on board mps2-an385" in capsys.readouterr().err
+    # The portable target runs anywhere ARMv7-M does.
+    got, rep = run_model(models_dir / "ad01_int8.tflite", [random_inputs([1, 640], "int8", 2)],
+                         board="mps2-an500", target="cortex-m")
+    assert rep["target"] == "cortex-m"
+    np.testing.assert_array_equal(got[0], tflm_run(models_dir / "ad01_int8.tflite",
+                                                   [random_inputs([1, 640], "int8", 2)])[0])
+
+
+# ---- firmware projects and the CLI ------------------------------------------------------------
+
+def test_firmware_project_make_and_make_run(board_tools, models_dir, tmp_path):
+    out = tmp_path / "fw"
+    assert cli_main([str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an386", "-o", str(out)]) == 0
+    for f in ("ad01_int8.c", "ad01_int8.h", "ad01_int8.mk", "main.c", "Makefile", "mps2-an386.ld",
+              "runtime/eerie_startup.c", "runtime/eerie_rt.c", "runtime/eerie_rt.h", "report.json"):
+        assert (out / f).is_file(), f
+    assert "include ad01_int8.mk" in (out / "Makefile").read_text()
+    assert "-mcpu=cortex-m4" in (out / "ad01_int8.mk").read_text()
+    subprocess.run(["make", "-C", str(out)], check=True, capture_output=True)
+    p = subprocess.run(["make", "-C", str(out), "run"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "eerie: inferences 1" in p.stdout + p.stderr
+    assert (out / "outputs.bin").stat().st_size == 640
+
+
+def test_cli_run_on_board_writes_outputs_and_report(board_tools, models_dir, tmp_path, capsys):
+    x = random_inputs([1, 640], "int8", 5, seed=3)
+    np.save(tmp_path / "x.npy", x)
+    rc = cli_main(["run", str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an505",
+                   "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"),
+                   "-o", str(tmp_path / "fw")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), tflm_run(models_dir / "ad01_int8.tflite", [x])[0])
+    rep = json.loads((tmp_path / "fw" / "report.json").read_text())
+    printed = json.loads(out.strip().splitlines()[-1])
+    for key in ("instructions", "flash_bytes", "ram_static_bytes", "stack_high_water_bytes"):
+        assert printed[key] == rep[key] and rep[key] > 0
+    assert (tmp_path / "fw" / "ad01_int8.elf").is_file()
+
+
+HAND_MAKEFILE = """\
+# A firmware of our own that takes the model in through its fragment.
+include ../model/ad01_int8.mk
+CC = arm-none-eabi-gcc
+RT = {rt}
+CFLAGS += $(AD01_INT8_CFLAGS) $(AD01_INT8_INCLUDES) -I$(RT)
+SRCS = app.c $(RT)/eerie_startup.c $(RT)/eerie_rt.c $(AD01_INT8_SRCS)
+
+app.elf: $(SRCS)
+\t$(CC) $(CFLAGS) $(SRCS) -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld} -o $@ -lm
+"""
+
+HAND_APP = r"""
+#include "eerie_rt.h"
+#include "ad01_int8.h"
+static int8_t in[AD01_INT8_INPUT0_ELEMENTS], out[AD01_INT8_OUTPUT0_ELEMENTS];
+int main(void)
+{
+    int f = eerie_sh_open("x.bin", EERIE_SH_MODE_RB);
+    if (f < 0 || eerie_sh_read(f, in, sizeof in) != sizeof in) {
+        return 1;
+    }
+    ad01_int8_invoke(in, out);
+    f = eerie_sh_open("y.bin", EERIE_SH_MODE_WB);
+    return eerie_sh_write(f, out, sizeof out) == sizeof out ? 0 : 1;
+}
+"""
+
+
+def test_model_fragment_works_from_a_handwritten_makefile(board_tools, models_dir, tmp_path):
+    model = models_dir / "ad01_int8.tflite"
+    compile_model(model, tmp_path / "model", target="cortex-m4")
+    app = tmp_path / "app"
+    app.mkdir()
+    brd = get_board("mps2-an386")
+    (app / "Makefile").write_text(HAND_MAKEFILE.format(rt=resource_dir("runtime_c"), ld=brd.linker_script))
+    (app / "app.c").write_text(HAND_APP)
+    p = subprocess.run(["make"], cwd=app, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "-mcpu=cortex-m4" in p.stdout     # the fragment's flags reached the compiler
+    x = random_inputs([1, 640], "int8", 1, seed=11)
+    (app / "x.bin").write_bytes(x[0].tobytes())
+    from eerie_c.toolchain.qemu import run_qemu
+    run_qemu(brd, app / "app.elf", app, timeout=60)
+    y = np.frombuffer((app / "y.bin").read_bytes(), np.int8).reshape(1, 640)
+    np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "host"])
+def test_every_cortex_m_target_compiles_the_model(board_tools, models_dir, tmp_path, target):
+    """Every embedded target's flags compile generated C cleanly (-Werror), M0 included."""
+    res = compile_model(models_dir / "ad01_fp32.tflite", tmp_path, target=target)
+    flags = res.report and (tmp_path / "ad01_fp32.mk").read_text().split("AD01_FP32_CFLAGS := ")[1].splitlines()[0]
+    assert TARGETS[target].arch_flags in flags
+    subprocess.run(["arm-none-eabi-gcc", *flags.split(), "-c", "ad01_fp32.c", "-o", "m.o"],
+                   cwd=tmp_path, check=True, capture_output=True)
+
+
+def test_example_script_runs_the_bundled_model_on_a_board(board_tools, tmp_path):
+    """The README's main job (after set-up): examples/run_on_board.sh compiles the shipped
+    example model for mps2-an386, runs it in QEMU and prints outputs and measurements."""
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "ex"
+    p = subprocess.run(["bash", str(root / "examples" / "run_on_board.sh")], cwd=tmp_path,
+                       env={**os.environ, "OUT": str(out)},
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    measured = json.loads(next(ln for ln in p.stdout.splitlines() if ln.startswith("{")))
+    assert measured["board"] == "mps2-an386" and measured["instructions"] > 0
+    assert measured["stack_high_water_bytes"] > 0
+    x, y = np.load(out / "x.npy"), np.load(out / "y.npy")
+    np.testing.assert_array_equal(y, tflm_run(root / "examples" / "tiny_conv.tflite", [x])[0])
