@@ -61,3 +61,14 @@ def elementwise(out_shape, shapes, body, decls=()) -> str:
     idx.append(_index(_contiguous(bounds)))
     return render("kernels/elementwise_loops.c.j2", bounds=bounds, decls=list(decls),
                   body=body(idx).rstrip("\n"))
+
+
+def operand(tid, g, ctx, inputs: list, hint: str) -> str:
+    """C name of an operand's data: a flash global for a constant tensor, else in<k> (each
+    activation tensor passed once, even when an op reads it twice)."""
+    t = g.t(tid)
+    if t.is_const:
+        return ctx.tensor_const(t, hint)
+    if tid not in inputs:
+        inputs.append(tid)
+    return f"in{inputs.index(tid)}"
