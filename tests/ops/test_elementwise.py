@@ -89,11 +89,12 @@ def test_constant_operand(tmp_path, kind, dtype):
     run(tmp_path, kind, dtype, [1, 5, 6], [1, 1, 6], [1, 5, 6], const_b=data, act="RELU")
 
 
+@pytest.mark.parametrize("shape_b", [[1], []], ids=["one", "rank0"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_scalar_constant(tmp_path, kind, dtype):
-    value = [-37] if dtype == "int8" else [0.75]
-    run(tmp_path, kind, dtype, [4, 9], [1], [4, 9], const_b=value)
+def test_scalar_constant(tmp_path, kind, dtype, shape_b):
+    value = -37 if dtype == "int8" else 0.75
+    run(tmp_path, kind, dtype, [4, 9], shape_b, [4, 9], const_b=np.full(shape_b, value))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
