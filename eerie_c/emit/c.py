@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import __version__
 from ..ir import DTYPE_C, Graph
-from ..kernels import Const, Lowered
+from ..kernels import Const, Lowered, c_comment
 from ..plan import Plan
 from ..resources import resource_dir
 
@@ -27,6 +27,7 @@ def env() -> jinja2.Environment:
             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
             trim_blocks=True, lstrip_blocks=True, autoescape=False)
         _ENV.filters["cfloat"] = c_float
+        _ENV.filters["ccomment"] = c_comment   # model-supplied text inside /* */
     return _ENV
 
 
@@ -120,7 +121,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index})
     ctx = {
         "version": __version__, "name": name, "NAME": name.upper(), "target": target,
-        "source": source, "graph": g, "helpers": helpers, "functions": functions, "calls": calls,
+        "source": c_comment(source), "graph": g, "helpers": helpers, "functions": functions, "calls": calls,
         "consts": [{"name": c.cname, "ctype": c.ctype, "size": int(np.asarray(c.data).size),
                     "data_text": c_array_items(c.data, c.ctype), "comment": c.comment} for c in consts],
         "arena_bytes": plan.arena_bytes, "arena_align": plan.align,

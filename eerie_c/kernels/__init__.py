@@ -93,7 +93,8 @@ def c_ident(text: str, limit: int = 40) -> str:
 def c_comment(text: str) -> str:
     """Model-supplied text made safe inside a /* */ comment (printable ASCII, no terminator)."""
     s = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text.split(";")[0])
-    return s.replace("*/", "* /").replace("/*", "/ *")[:100]
+    s = s.replace("*/", "* /").replace("/*", "/ *")[:100]
+    return re.sub(r"\?(?=\?)", "? ", s)   # no "??": C99 trigraphs (??/ is a backslash)
 
 
 class LowerCtx:

@@ -1,0 +1,134 @@
+"""Names from a model file are arbitrary bytes. They must never reach the generated C
+unescaped: comment terminators, newlines, quotes, backslashes, trigraphs and non-UTF-8 bytes
+in tensor and op names (and in the model's file name) still give a file that builds with
+strict flags, contains only printable ASCII, and computes the same as TFLM."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conftest import random_inputs, tflm_run  # noqa: E402
+from tflite_builder import ACT, ModelBuilder  # noqa: E402
+
+from eerie_c.api import compile_model, run_model  # noqa: E402
+
+HOSTILE = [
+    b"*/ int evil = 1; /*",
+    b"line1\nline2\r\n#define int float",
+    b"quote\" ' \\\" end",
+    b"\xff\xfe\x80 not utf-8 \xc3\x28",
+    b"back\\slash\\",
+    b"tri??/graph??=??(??)??<??>??!??'??-",
+    b"/* nested /* comment",
+    b"// line comment \\",
+    b"\x00nul\x01\x02\x7f",
+    b"%s%n%x {{ jinja }} {% raw %}",
+    b"\xe2\x80\xae right-to-left \xe2\x80\xa8 line separator",
+    b"x" * 5000,
+]
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wvla", "-pedantic", "-Wtrigraphs", "-Wcomment"]
+
+
+def hostile_model(names) -> bytes:
+    rng = np.random.default_rng(3)
+    it = iter(names)
+    mb = ModelBuilder()
+    x = mb.input([1, 10], "int8", scale=0.05, zero_point=-3, name=next(it))
+    w = mb.const(rng.integers(-127, 128, (6, 10)), "int8", scale=0.01, zero_point=0, name=next(it))
+    b = mb.const(rng.integers(-300, 300, (6,)), "int32", scale=0.0005, zero_point=0, name=next(it))
+    h = mb.tensor([1, 6], "int8", scale=0.1, zero_point=2, name=next(it))
+    mb.op("FULLY_CONNECTED", [x, w, b], [h], "FullyConnectedOptions", fusedActivationFunction=ACT["RELU"])
+    r = mb.tensor([2, 3], "int8", scale=0.1, zero_point=2, name=next(it))
+    mb.op("RESHAPE", [h], [r])
+    w2 = mb.const(rng.integers(-127, 128, (4, 3)), "int8", scale=0.02, zero_point=0, name=next(it))
+    y = mb.tensor([2, 4], "int8", scale=0.2, zero_point=-1, name=next(it))
+    mb.op("FULLY_CONNECTED", [r, w2], [y], "FullyConnectedOptions", fusedActivationFunction=ACT["NONE"])
+    mb.output(y)
+    xf = mb.input([1, 5], "float32", name=next(it))
+    wf = mb.const(rng.standard_normal((3, 5)), "float32", name=next(it))
+    yf = mb.tensor([1, 3], "float32", name=next(it))
+    mb.op("FULLY_CONNECTED", [xf, wf], [yf], "FullyConnectedOptions", fusedActivationFunction=ACT["RELU6"])
+    mb.output(yf)
+    return mb.build()
+
+
+def strip_comments(text: str) -> str:
+    return re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+
+
+def quoted_lines(text: str) -> set[str]:
+    return {ln for ln in strip_comments(text).splitlines() if any(c in ln for c in "\"'\\")}
+
+
+BENIGN: dict[str, set[str]] = {}
+
+
+def benign_quoted(tmp_path, fname: str) -> set[str]:
+    """Lines with quotes or backslashes that eerie-c itself writes (#include, asm barrier)."""
+    if fname not in BENIGN:
+        p = tmp_path / "benign.tflite"
+        p.write_bytes(hostile_model([b"n%d" % i for i in range(10)]))
+        files = compile_model(p, name="hostile").files
+        for k, v in files.items():
+            BENIGN[k] = quoted_lines(v)
+    return BENIGN[fname]
+
+
+def check_c_text(text: str, allowed: set[str] = frozenset()):
+    assert all(ch == "\n" or 32 <= ord(ch) < 127 for ch in text), "non-printable or non-ASCII byte"
+    assert "??" not in text, "a trigraph could form"
+    code = strip_comments(text)
+    assert "/*" not in code and "*/" not in code, "an unbalanced comment"
+    extra = quoted_lines(text) - set(allowed)
+    assert not extra, extra
+    for evil in ("int evil", "#define int", "{{", "{%", "%s%n"):
+        assert evil not in code, evil   # (identifier fragments made from names are fine)
+
+
+@pytest.mark.parametrize("rotate", [0, 5])
+def test_hostile_names_compile_safely_and_compute(tmp_path, rotate):
+    names = (HOSTILE[rotate:] + HOSTILE[:rotate]) * 2
+    data = hostile_model(names)
+    model = tmp_path / "hostile??*x\n\\.tflite"
+    model.write_bytes(data)
+    out = tmp_path / "out"
+    res = compile_model(model, out, name="hostile")
+    for f in ("hostile.c", "hostile.h", "hostile.mk"):
+        check_c_text((out / f).read_text(encoding="ascii"), benign_quoted(tmp_path, f))
+    # Strict build of the model with a caller that uses the header.
+    (out / "main.c").write_text('#include "hostile.h"\nint main(void) { return 0; }\n')
+    subprocess.run(["cc", *STRICT, "-I.", "hostile.c", "main.c", "-o", "prog", "-lm"], cwd=out,
+                   check=True, capture_output=True)
+    # The report keeps the original names (JSON-escaped), readable back.
+    import json
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["inputs"][0]["name"] == names[0].decode("utf-8", "replace")
+    assert res.report["name"] == "hostile"
+    # And the names changed nothing in the computation.
+    xs = [random_inputs([1, 10], "int8", 4, seed=1), random_inputs([1, 5], "float32", 4, seed=2)]
+    got, _ = run_model(model, xs, name="hostile")
+    ref = tflm_run(data, xs)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_allclose(got[1], ref[1], rtol=0, atol=1e-5 * max(1e-6, float(np.abs(ref[1]).max())))
+
+
+def test_non_utf8_file_name(tmp_path):
+    """A model file whose name is not valid UTF-8 (a bytes path on Linux)."""
+    data = hostile_model([b"n%d" % i for i in range(10)])
+    raw = bytes(tmp_path) + b"/caf\xe9\xff.tflite"
+    with open(raw, "wb") as f:
+        f.write(data)
+    import os
+    path = Path(os.fsdecode(raw))
+    out = tmp_path / "out"
+    compile_model(path, out, name="hostile")
+    check_c_text((out / "hostile.c").read_text(encoding="ascii"), benign_quoted(tmp_path, "hostile.c"))
+    p = subprocess.run([sys.executable, "-m", "eerie_c.cli", os.fsdecode(raw), "-o", str(tmp_path / "o2")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
