@@ -1,0 +1,49 @@
+"""PRELU: out = x >= 0 ? x : alpha * x, alpha broadcast against x (usually a constant of one
+value per channel).
+
+int8 follows TFLM: two requantizations, chosen per element by the sign of x - zp_in:
+in_scale / out_scale for the identity side, in_scale * alpha_scale / out_scale for
+(x - zp_in) * (alpha - zp_alpha) on the negative side; both multipliers in double precision.
+"""
+from __future__ import annotations
+
+from ..errors import EerieError
+from . import Lowered, kernel
+from ._broadcast import elementwise, operand
+from ._quant import quantize_multiplier
+
+
+@kernel("PRELU", dtypes=("float32", "int8"))
+def lower_prelu(op, g, ctx):
+    x, a, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    if not x.dtype == a.dtype == y.dtype:
+        raise EerieError(f"PRELU {op.name!r}: input {x.dtype}, alpha {a.dtype}, output {y.dtype}")
+    inputs: list[str] = []
+    px, pa = operand(x.id, g, ctx, inputs, "input"), operand(a.id, g, ctx, inputs, "alpha")
+    if x.dtype == "float32":
+        def body(ix):
+            return (f"const float v = {px}[{ix[0]}];\n"
+                    f"out0[{ix[2]}] = v >= 0.0f ? v : v * {pa}[{ix[1]}];")
+        return Lowered(body=elementwise(y.shape, [x.shape, a.shape], body), inputs=inputs,
+                       outputs=[y.id])
+    if x.quant is None or a.quant is None or y.quant is None:
+        raise EerieError(f"PRELU {op.name!r}: int8 tensors without quantization")
+    sx, sa, so = (float(t.quant.scale[0]) for t in (x, a, y))
+    m1, s1 = quantize_multiplier(sx / so)
+    m2, s2 = quantize_multiplier(sx * sa / so)
+    zx, za, zo = x.zero_point, a.zero_point, y.zero_point
+
+    def body(ix):
+        return (f"const int32_t v = (int32_t){px}[{ix[0]}] - ({zx});\n"
+                f"int32_t o;\n"
+                f"if (v >= 0) {{\n"
+                f"    o = eerie_requantize(v, {m1}, {s1});\n"
+                f"}} else {{\n"
+                f"    o = eerie_requantize(v * ((int32_t){pa}[{ix[1]}] - ({za})), {m2}, {s2});\n"
+                f"}}\n"
+                f"o += {zo};\n"
+                f"o = o < -128 ? -128 : o;\n"
+                f"o = o > 127 ? 127 : o;\n"
+                f"out0[{ix[2]}] = (int8_t)o;")
+    return Lowered(body=elementwise(y.shape, [x.shape, a.shape], body), inputs=inputs,
+                   outputs=[y.id], helpers={"requant"})
