@@ -1,0 +1,258 @@
+"""Worst-case stack depth of the model's entry function, from the real toolchain's own numbers.
+
+The model C file is compiled (not linked) with the target's compiler and flags plus
+`-fstack-usage -fcallgraph-info=su` (gcc >= 10). gcc then writes, next to the object, a `.ci`
+file in VCG format: one node per function it emitted, labelled with its frame size and
+qualifier (`static`, `dynamic`, `dynamic,bounded`), one ellipse node per external callee
+(library functions, libgcc helpers such as __aeabi_ldivmod, `__indirect_call` for calls
+through pointers) and one edge per call. Because this is the compiler's view after inlining
+and optimisation, frames are exact for the code that will run.
+
+Rules:
+* any frame that is not `static` (a VLA or alloca survived, or the frame size depends on
+  run-time values) is a CompilerBug naming the function and its source line;
+* an indirect call or a cycle in the call graph is a CompilerBug;
+* the bound is the maximum, over call paths from `entry`, of the sum of the frames along
+  the path, plus the allowance of an external function called at the end of it.
+
+What the bound covers: everything `entry` and its callees push, measured from the stack
+pointer at the moment the caller executes its call instruction. gcc's frame sizes include
+the saved registers, so on Arm the return address (LR, pushed by the callee) is inside the
+callee's frame; on x86-64 the frame includes the 8-byte return address pushed by `call`.
+It does not cover the caller's own frame, nor exception/interrupt frames stacked on top of
+it by hardware (32 bytes on Cortex-M, 104 with lazy FP state, per nesting level), nor the
+dynamic linker's lazy binding on hosted targets.
+
+External callees: their code is not in the file, so each gets a fixed allowance. For Arm the
+table below was measured from newlib and libgcc as shipped with arm-none-eabi-gcc 12.2
+(newlib 4.3): each function was linked into a small program for cortex-m0, m0plus, m3, m4
+(soft-fp and hard), m7, m33 and m55, its disassembly was walked (push/vpush/stmdb/sub sp,
+following bl and tail calls through its own callees) and the largest depth over those
+multilibs, rounded up to 8 bytes, is the entry. Names not in the table get
+ARM_DEFAULT_ALLOWANCE, which is above every soft-float/libgcc helper measured (max 112 B).
+On x86-64 hosts a leaf function may also use the 128-byte red zone below the stack pointer,
+which gcc leaves out of its frame size: each leaf's depth gets those 128 bytes added.
+Hosted targets (glibc) get HOST_ALLOWANCE per external callee: the host bound is only a
+sanity figure, the promise is made for the Arm targets.
+Symbols the object references that the .ci does not attribute to a caller (seen with `nm
+-u`) are charged once, at the deepest point, with their allowance.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import CompilerBug, EerieError
+
+ARM_EXTERNAL_STACK = {
+    # string.h
+    "memcpy": 24, "memset": 24, "memmove": 32, "memcmp": 16,
+    "__aeabi_memcpy": 24, "__aeabi_memcpy4": 24, "__aeabi_memcpy8": 24, "__aeabi_memset": 24,
+    "__aeabi_memset4": 24, "__aeabi_memset8": 24, "__aeabi_memclr": 24, "__aeabi_memclr4": 24,
+    "__aeabi_memclr8": 24, "__aeabi_memmove": 32,
+    # math.h, float
+    "expf": 80, "exp2f": 144, "expm1f": 80, "logf": 88, "log2f": 96, "log10f": 112,
+    "log1pf": 80, "sqrtf": 72, "cbrtf": 56, "tanhf": 96, "sinhf": 120, "coshf": 112,
+    "sinf": 552, "cosf": 552, "tanf": 552, "atanf": 56, "asinf": 104, "acosf": 96,
+    "fabsf": 0, "floorf": 56, "ceilf": 56, "roundf": 32, "truncf": 0, "rintf": 48,
+    "nearbyintf": 56, "erff": 96, "powf": 136, "atan2f": 88, "fmaxf": 48, "fminf": 48,
+    "fmodf": 72, "hypotf": 104, "lrintf": 48, "lroundf": 8, "frexpf": 48, "ldexpf": 64,
+    # math.h, double
+    "exp": 152, "expm1": 144, "log": 160, "log2": 160, "log10": 136, "log1p": 168,
+    "sqrt": 136, "tanh": 160, "sin": 832, "cos": 832, "atan": 112, "atan2": 112,
+    "fabs": 0, "floor": 88, "ceil": 88, "round": 72, "trunc": 72, "erf": 192, "pow": 256,
+    "fmod": 160, "fmax": 48, "fmin": 48, "lround": 48, "frexp": 80, "ldexp": 96,
+    # libgcc helpers (soft float, 64-bit division)
+    "__aeabi_ldivmod": 112, "__aeabi_uldivmod": 88, "__aeabi_idivmod": 8, "__aeabi_uidivmod": 8,
+    "__aeabi_idiv": 8, "__aeabi_uidiv": 8, "__aeabi_lmul": 32, "__aeabi_fadd": 24,
+    "__aeabi_fsub": 24, "__aeabi_fmul": 32, "__aeabi_fdiv": 32, "__aeabi_dadd": 48,
+    "__aeabi_dsub": 56, "__aeabi_dmul": 64, "__aeabi_ddiv": 72, "__aeabi_f2d": 16,
+    "__aeabi_d2f": 32, "__aeabi_i2f": 16, "__aeabi_ui2f": 16, "__aeabi_i2d": 16,
+    "__aeabi_ui2d": 16, "__aeabi_l2f": 88, "__aeabi_ul2f": 80, "__aeabi_l2d": 80,
+    "__aeabi_ul2d": 80, "__aeabi_f2lz": 96, "__aeabi_f2ulz": 88, "__aeabi_d2lz": 104,
+    "__aeabi_d2ulz": 88, "__aeabi_d2iz": 24, "__aeabi_d2uiz": 72, "__aeabi_f2iz": 0,
+    "__aeabi_f2uiz": 16, "__aeabi_fcmpeq": 32, "__aeabi_fcmplt": 32, "__aeabi_fcmple": 32,
+    "__aeabi_fcmpgt": 32, "__aeabi_fcmpge": 32, "__aeabi_fcmpun": 0, "__aeabi_dcmpeq": 48,
+    "__aeabi_dcmplt": 56, "__aeabi_dcmple": 56, "__aeabi_dcmpgt": 56, "__aeabi_dcmpge": 56,
+    "__aeabi_dcmpun": 24, "__clzsi2": 0, "__clzdi2": 8, "__udivmoddi4": 56,
+}
+ARM_DEFAULT_ALLOWANCE = 128
+HOST_ALLOWANCE = 1024
+
+_NODE = re.compile(r'node:\s*\{\s*title:\s*"((?:[^"\\]|\\.)*)"\s*label:\s*"((?:[^"\\]|\\.)*)"([^}]*)\}')
+_EDGE = re.compile(r'edge:\s*\{\s*sourcename:\s*"((?:[^"\\]|\\.)*)"\s*targetname:\s*"((?:[^"\\]|\\.)*)"(?:\s*label:\s*"((?:[^"\\]|\\.)*)")?')
+_FRAME = re.compile(r"(\d+) bytes \(([^)]*)\)")
+
+
+def _display(title: str) -> str:
+    """gcc titles static functions `path/file.c:name`; clones carry suffixes
+    (l0_conv.constprop.0): keep the function part, suffix included."""
+    return title.rsplit(":", 1)[-1] if ".c:" in title or ".h:" in title else title
+
+
+def _base(title: str) -> str:
+    """The source function of a title: l0_conv.constprop.0 -> l0_conv."""
+    return _display(title).split(".")[0]
+
+
+def parse_ci(text: str) -> tuple[dict[str, dict], dict[str, list[tuple[str, str]]]]:
+    """-> (nodes, edges). nodes: title -> {"frame", "kind", "where"} for functions defined in
+    the file, or {"external": True} for callees outside it; edges: source -> [(target, where)]."""
+    nodes: dict[str, dict] = {}
+    edges: dict[str, list[tuple[str, str]]] = {}
+    for m in _NODE.finditer(text):
+        title, label = m.group(1), m.group(2).replace("\\n", "\n")
+        lines = label.split("\n")
+        fm = _FRAME.search(label)
+        if fm:
+            nodes[title] = {"frame": int(fm.group(1)), "kind": fm.group(2),
+                            "where": Path(lines[1]).name if len(lines) > 1 else "?"}
+        else:
+            nodes[title] = {"external": True}
+    for m in _EDGE.finditer(text):
+        edges.setdefault(m.group(1), []).append((m.group(2), m.group(3) or ""))
+    return nodes, edges
+
+
+def _is_arm(cc: str, cflags: list[str]) -> bool:
+    return "arm" in Path(cc).name or any(f.startswith(("-mcpu=cortex-m", "-mthumb")) for f in cflags)
+
+
+def _red_zone(cc: str, flags: list[str]) -> int:
+    """x86-64 SysV leaf functions may use 128 bytes below the stack pointer (the red zone)
+    without counting it in their frame; -fstack-usage leaves it out."""
+    if "-mno-red-zone" in flags:
+        return 0
+    p = subprocess.run([cc, *[f for f in flags if f.startswith("-m")], "-dumpmachine"],
+                       capture_output=True, text=True)
+    return 128 if p.stdout.startswith(("x86_64", "amd64")) and "-m32" not in flags else 0
+
+
+def _nm_undefined(cc: str, obj: Path) -> set[str] | None:
+    try:
+        nm = subprocess.run([cc, "-print-prog-name=nm"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return None
+    if not nm or (shutil.which(nm) is None and not Path(nm).exists()):
+        return None
+    p = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    return {ln.split()[-1] for ln in p.stdout.splitlines() if ln.strip()}
+
+
+def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[str] | str,
+                entry: str) -> dict:
+    """Compile `c_path` with `cc cflags` and bound the stack depth of `entry`.
+
+    Returns {"stack_bound_bytes", "entry", "functions": {name: {"frame", "kind", "where",
+    "calls", "depth"}}, "path": [entry, ..., deepest callee], "externals": {name: allowance},
+    "allowance": how externals were charged, "includes": what the figure covers}.
+    Raises CompilerBug on a dynamic frame, an indirect call or recursion."""
+    c_path = Path(c_path)
+    flags = shlex.split(cflags) if isinstance(cflags, str) else list(cflags)
+    if shutil.which(cc) is None:
+        raise EerieError(f"stack bound: compiler '{cc}' is not installed")
+    arm = _is_arm(cc, flags)
+    red_zone = _red_zone(cc, flags)
+    with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
+        obj = Path(tmp) / "model.o"
+        cmd = [cc, *flags, *[f"-I{d}" for d in include_dirs], "-fstack-usage",
+               "-fcallgraph-info=su", "-c", str(c_path), "-o", str(obj)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise CompilerBug(f"stack bound: compiling {c_path.name} failed "
+                              f"({shlex.join(cmd)}):\n{p.stdout}{p.stderr}")
+        ci = obj.with_suffix(".ci")
+        if not ci.exists():
+            raise EerieError(f"stack bound: {cc} wrote no call-graph file (needs gcc >= 10 for "
+                             "-fcallgraph-info)")
+        nodes, edges = parse_ci(ci.read_text())
+        undefined = _nm_undefined(cc, obj)
+
+    funcs = {t: n for t, n in nodes.items() if not n.get("external")}
+    for t, n in funcs.items():
+        if n["kind"] != "static":
+            raise CompilerBug(f"stack bound: function {_base(t)} ({n['where']}) has a "
+                              f"{n['kind']} stack frame of {n['frame']}+ bytes: a variable-length "
+                              f"array or alloca survived into the generated code")
+    for src, outs in edges.items():
+        for dst, where in outs:
+            if dst == "__indirect_call":
+                raise CompilerBug(f"stack bound: function {_base(src)} makes an indirect call "
+                                  f"({where or funcs.get(src, {}).get('where', '?')})")
+
+    def allowance(name: str) -> int:
+        if arm:
+            return ARM_EXTERNAL_STACK.get(name, ARM_DEFAULT_ALLOWANCE)
+        return HOST_ALLOWANCE
+
+    if entry not in funcs:
+        raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
+
+    externals: dict[str, int] = {}
+    depth: dict[str, tuple[int, list[str]]] = {}
+    state: dict[str, int] = {}
+
+    def walk(f: str) -> tuple[int, list[str]]:
+        if state.get(f) == 2:
+            return depth[f]
+        if state.get(f) == 1:
+            raise CompilerBug(f"stack bound: recursion through {_base(f)} ({funcs[f]['where']})")
+        state[f] = 1
+        best, best_path = 0, []
+        for dst, _ in edges.get(f, []):
+            if dst in funcs:
+                d, path = walk(dst)
+            else:
+                externals[dst] = allowance(dst)
+                d, path = externals[dst], [dst]
+            if d > best:
+                best, best_path = d, path
+        state[f] = 2
+        if not edges.get(f):
+            best = red_zone   # a leaf may use the red zone below its frame
+        depth[f] = (funcs[f]["frame"] + best, [f] + best_path)
+        return depth[f]
+
+    bound, path = walk(entry)
+    # Externals the object needs but that no .ci edge attributes (defensive): charge the
+    # largest once on top of the deepest path, since any function on it may call it.
+    attributed = {d for outs in edges.values() for d, _ in outs} | set(funcs)
+    unattributed = sorted((undefined or set()) - attributed)
+    extra = max((allowance(n) for n in unattributed), default=0)
+    for n in unattributed:
+        externals[n] = allowance(n)
+    reach = set()
+    todo = [entry]
+    while todo:
+        f = todo.pop()
+        if f in reach:
+            continue
+        reach.add(f)
+        todo.extend(d for d, _ in edges.get(f, []) if d in funcs)
+    return {
+        "check": "stack",
+        "ok": True,
+        "stack_bound_bytes": bound + extra,
+        "entry": entry,
+        "compiler": shlex.join([cc, *flags]),
+        "functions": {_display(t): {"frame": funcs[t]["frame"], "kind": funcs[t]["kind"],
+                          "where": funcs[t]["where"], "depth": depth[t][0],
+                          "calls": sorted({d for d, _ in edges.get(t, [])})}
+                      for t in sorted(reach)},
+        "path": [_display(t) for t in path] + ([f"<unattributed: {', '.join(unattributed)}>"] if unattributed else []),
+        "externals": dict(sorted(externals.items())),
+        "allowance": ("per external callee: measured newlib/libgcc table (arm-none-eabi-gcc 12.2), "
+                      f"{ARM_DEFAULT_ALLOWANCE} B if not listed" if arm else
+                      f"{HOST_ALLOWANCE} B per external callee (hosted libc, not measured)"),
+        "red_zone_bytes": red_zone,
+        "includes": ("frames of the entry function and everything it calls, from the caller's "
+                     "call instruction (return address included)"
+                     + (f", plus the {red_zone}-byte red zone of the deepest leaf" if red_zone else "")
+                     + "; not the caller's frame nor interrupt/exception stacking"),
+    }

@@ -1,0 +1,196 @@
+"""Stack bound from the real toolchain's -fstack-usage / -fcallgraph-info output."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eerie_c.errors import CompilerBug
+from eerie_c.verify.stack import ARM_EXTERNAL_STACK, parse_ci, stack_bound
+
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2"]
+ARM_M4 = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+TOOLCHAINS = [
+    pytest.param("gcc", STRICT, id="host",
+                 marks=pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")),
+    pytest.param("arm-none-eabi-gcc", STRICT + ARM_M4, id="cortex-m4",
+                 marks=pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                                          reason="no arm-none-eabi-gcc")),
+    pytest.param("arm-none-eabi-gcc", STRICT + ["-mcpu=cortex-m0", "-mthumb"], id="cortex-m0",
+                 marks=pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                                          reason="no arm-none-eabi-gcc")),
+]
+
+
+def _host_x86_64() -> bool:
+    import platform
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def _write(tmp_path: Path, text: str, name: str = "m.c") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+VLA = """
+#include <stdint.h>
+/* noinline and external linkage keep the frame from being folded into a caller */
+__attribute__((noinline)) int32_t sum_vla(const int8_t *x, int n)
+{
+    volatile int32_t tmp[n];
+    int32_t acc = 0;
+    int i;
+    for (i = 0; i < n; ++i) { tmp[i] = x[i]; }
+    for (i = 0; i < n; ++i) { acc += tmp[i]; }
+    return acc;
+}
+int32_t entry(const int8_t *x, int n) { return sum_vla(x, n) + 1; }
+"""
+
+ALLOCA = """
+#include <stdint.h>
+__attribute__((noinline)) int32_t scratch_alloca(const int8_t *x, int n)
+{
+    volatile int8_t *tmp = __builtin_alloca(n);
+    tmp[0] = x[0];
+    return tmp[0];
+}
+int32_t entry(const int8_t *x, int n) { return scratch_alloca(x, n) + 1; }
+"""
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS)
+def test_vla_frame_rejected(tmp_path, cc, flags):
+    c = _write(tmp_path, VLA)
+    with pytest.raises(CompilerBug, match=r"function sum_vla \(m\.c:4:\d+\) has a dynamic.* stack frame"):
+        stack_bound(c, [], cc, flags, "entry")
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS)
+def test_alloca_frame_rejected(tmp_path, cc, flags):
+    c = _write(tmp_path, ALLOCA)
+    with pytest.raises(CompilerBug, match=r"function scratch_alloca \(m\.c:\d+:\d+\) has a dynamic"):
+        stack_bound(c, [], cc, flags, "entry")
+
+
+CHAIN = """
+#include <stdint.h>
+#define NOINLINE __attribute__((noinline))
+NOINLINE int32_t leaf(const int8_t *x)
+{
+    volatile int32_t a[32];
+    int i;
+    for (i = 0; i < 32; ++i) { a[i] = x[i]; }
+    return a[x[0] & 31];
+}
+NOINLINE int32_t mid(const int8_t *x)
+{
+    volatile int32_t b[16];
+    int i;
+    for (i = 0; i < 16; ++i) { b[i] = x[i] + leaf(x + i); }
+    return b[x[1] & 15];
+}
+NOINLINE int32_t small(const int8_t *x)
+{
+    volatile int32_t c[2];
+    c[0] = x[0];
+    c[1] = x[1];
+    return c[0] + c[1];
+}
+int32_t entry(const int8_t *x)
+{
+    volatile int32_t d[8];
+    int i;
+    for (i = 0; i < 8; ++i) { d[i] = mid(x + i) + small(x); }
+    return d[x[2] & 7];
+}
+"""
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS)
+def test_bound_covers_hand_computed_chain(tmp_path, cc, flags):
+    r = stack_bound(_write(tmp_path, CHAIN), [], cc, flags, "entry")
+    f = r["functions"]
+    assert r["path"] == ["entry", "mid", "leaf"]
+    # Hand-computed: the locals alone along the deepest chain are 4*(8 + 16 + 32) bytes.
+    assert r["stack_bound_bytes"] >= 4 * (8 + 16 + 32)
+    # ... and the bound is exactly the compiler's frames summed along that chain (plus the
+    # x86-64 red zone a leaf may use below its frame).
+    rz = r["red_zone_bytes"]
+    assert rz == (128 if cc == "gcc" and shutil.which("gcc") and _host_x86_64() else 0)
+    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f["mid"]["frame"] + f["leaf"]["frame"] + rz
+    assert f["leaf"]["depth"] == f["leaf"]["frame"] + rz
+    assert f["entry"]["depth"] == r["stack_bound_bytes"]
+    assert set(f["entry"]["calls"]) == {"mid", "small"}
+    # a useful bound, not a huge constant
+    assert r["stack_bound_bytes"] < 2 * 4 * (8 + 16 + 32) + 128 + rz
+    assert r["externals"] == {}
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
+def test_external_callee_allowance_arm(tmp_path):
+    src = """
+#include <math.h>
+__attribute__((noinline)) float act(float v) { volatile float t[4]; t[0] = v; return expf(t[0]); }
+float entry(float v) { return act(v) + 1.0f; }
+"""
+    r = stack_bound(_write(tmp_path, src), [], "arm-none-eabi-gcc", STRICT + ARM_M4, "entry")
+    assert r["externals"] == {"expf": ARM_EXTERNAL_STACK["expf"]}
+    assert r["path"] == ["entry", "act", "expf"]
+    f = r["functions"]
+    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f["act"]["frame"] + ARM_EXTERNAL_STACK["expf"]
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS[:2])
+def test_indirect_call_and_recursion_rejected(tmp_path, cc, flags):
+    ind = """
+typedef int (*fn)(int);
+__attribute__((noinline)) int call(fn f, int x) { return f(x) + 1; }
+int entry(int x) { return call(0, x); }
+"""
+    with pytest.raises(CompilerBug, match=r"function call makes an indirect call"):
+        stack_bound(_write(tmp_path, ind, "i.c"), [], cc, flags, "entry")
+    rec = """
+__attribute__((noinline)) int walk(volatile int *p, int n) { return n <= 0 ? p[0] : p[n] + walk(p, n - 1) * 3; }
+int entry(volatile int *p) { return walk(p, 5); }
+"""
+    with pytest.raises(CompilerBug, match=r"recursion through walk"):
+        stack_bound(_write(tmp_path, rec, "r.c"), [], cc, flags + ["-fno-optimize-sibling-calls"], "entry")
+
+
+def test_parse_ci_static_titles():
+    text = '''graph: { title: "m.c"
+node: { title: "/tmp/x/m.c:l0_conv.constprop.0" label: "l0_conv.constprop.0\\nm.c:3:13\\n40 bytes (static)" }
+node: { title: "run" label: "run\\nm.c:9:5\\n8 bytes (dynamic,bounded)" }
+node: { title: "memcpy" label: "__builtin_memcpy\\n<built-in>" shape : ellipse }
+edge: { sourcename: "run" targetname: "/tmp/x/m.c:l0_conv.constprop.0" label: "m.c:10:5" }
+edge: { sourcename: "/tmp/x/m.c:l0_conv.constprop.0" targetname: "memcpy" }
+}
+'''
+    nodes, edges = parse_ci(text)
+    assert nodes["/tmp/x/m.c:l0_conv.constprop.0"]["frame"] == 40
+    assert nodes["run"]["kind"] == "dynamic,bounded"
+    assert nodes["memcpy"] == {"external": True}
+    assert edges["run"] == [("/tmp/x/m.c:l0_conv.constprop.0", "m.c:10:5")]
+
+
+@pytest.fixture(scope="module")
+def ad01(tmp_path_factory, models_dir):
+    from eerie_c.api import compile_model
+    path = models_dir / "ad01_int8.tflite"
+    d = tmp_path_factory.mktemp("ad01")
+    compile_model(path, d)
+    return next(d.glob("*.c")), d
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS)
+def test_generated_model_bound(ad01, cc, flags):
+    c, d = ad01
+    r = stack_bound(c, [d], cc, flags + ["-Wvla"], f"{c.stem}_invoke")
+    assert r["stack_bound_bytes"] > 0
+    assert r["path"][0] == f"{c.stem}_invoke"
+    assert all(f["kind"] == "static" for f in r["functions"].values())
+    # generated kernels are small: a bound in kilobytes would mean something went wrong
+    assert r["stack_bound_bytes"] < 4096
