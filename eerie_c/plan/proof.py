@@ -39,7 +39,22 @@ def _live_ranges(g: Graph) -> dict[str, tuple[int, int]]:
     return {t: (first[t], last[t]) for t in first}
 
 
+def _prove_user_buffers(g: Graph, plan: Plan) -> None:
+    """Each graph input / output lives in its own caller-owned buffer, never in the arena
+    and never in another user buffer (aliasing must not merge two of them)."""
+    for base, tids in (("input", g.inputs), ("output", g.outputs)):
+        for k, tid in enumerate(tids):
+            if tid in g.inputs and tid in g.outputs:
+                continue   # a pass-through tensor is both; either buffer is right
+            p = plan.tensors.get(tid)
+            if p is None or (p.base, p.index) != (base, k):
+                got = "nowhere" if p is None else f"{p.base} {p.index}"
+                raise CompilerBug(f"arena proof: graph {base} {tid} is placed in {got}, not in "
+                                  f"its own {base} buffer {k}")
+
+
 def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None) -> dict:
+    _prove_user_buffers(g, plan)
     ranges = _live_ranges(g)
     items = []   # (name, start, end, offset, size, align)
     for tid, p in plan.tensors.items():
