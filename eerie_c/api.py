@@ -136,13 +136,40 @@ def write_files(out_dir: Path, files: dict[str, str]):
                 p.write_bytes(text)
             else:
                 p.write_text(text)
+        created = not out_dir.exists()
         out_dir.mkdir(parents=True, exist_ok=True)
-        for rel in sorted(files):
-            dest = out_dir / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / rel, dest)
+        backup, moved = tmp / ".previous", []
+        try:
+            for rel in sorted(files):
+                dest = out_dir / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.is_file():   # keep the previous version until every file is in place
+                    (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+                    _keep_copy(dest, backup / rel)
+                moved.append(rel)
+                os.replace(tmp / rel, dest)
+        except BaseException:
+            # Interrupted half-way (Ctrl-C, I/O error): put the previous files back.
+            for rel in reversed(moved):
+                try:
+                    if (backup / rel).exists():
+                        os.replace(backup / rel, out_dir / rel)
+                    elif (out_dir / rel).exists():
+                        (out_dir / rel).unlink()
+                except OSError:
+                    pass
+            if created:
+                shutil.rmtree(out_dir, ignore_errors=True)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _keep_copy(src: Path, dst: Path):
+    try:
+        os.link(src, dst)          # same directory tree: a hard link costs nothing
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np.ndarray], bool]:

@@ -78,7 +78,7 @@ def previous(tmp_path):
 
 
 def _no_temp_dirs(parent: Path):
-    assert not [p for p in parent.iterdir() if p.name.startswith(".out.")]
+    assert not [p for p in parent.iterdir() if p.name.startswith(".")]
 
 
 def test_bad_model_leaves_previous_output(previous, tmp_path):
@@ -136,3 +136,31 @@ def test_cli_failed_compile_exit_code_and_untouched(previous, tmp_path):
     if p.returncode == 2:
         assert snapshot(out) == before
     _no_temp_dirs(tmp_path)
+
+
+def test_interrupted_while_moving_files_into_place(previous, tmp_path, monkeypatch):
+    """Ctrl-C after some new files already replaced old ones: the old ones come back."""
+    m, out, before = previous
+    m.write_bytes(small_model(seed=4))
+    real = os.replace
+    calls = []
+
+    def interrupted(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(src, dst)
+    monkeypatch.setattr(api.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        api.compile_model(m, out, name="m")
+    monkeypatch.undo()
+    assert len(calls) >= 3
+    assert snapshot(out) == before
+    _no_temp_dirs(tmp_path)
+    # And into a directory that did not exist: nothing is left behind.
+    monkeypatch.setattr(api.os, "replace", interrupted)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        api.compile_model(m, tmp_path / "fresh", name="m")
+    monkeypatch.undo()
+    assert not (tmp_path / "fresh").exists()
