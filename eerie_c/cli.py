@@ -145,6 +145,7 @@ def main(argv=None) -> int:
 def _say(msg: str):
     """One line on stderr, whatever bytes the message carries (file names, model names)."""
     line = " ".join(msg.split())
+    line = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in line)   # no escape codes
     print(line.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
 
 

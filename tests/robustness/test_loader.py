@@ -294,3 +294,20 @@ def test_run_wrong_input_count(tmp_path, fc_file):
     assert_clean(eerie("run", fc_file, "--input", tmp_path / "x.npy", "--input", tmp_path / "x.npy"),
                  2, "1 input(s) but 2 were given")
     assert_clean(eerie("run", fc_file, "--input", tmp_path / "missing.npy"), 2, "no such file")
+
+
+def test_cli_error_text_from_any_stage_is_one_safe_line(tmp_path, monkeypatch, capsys):
+    """Kernels may quote model names in their errors: the CLI still prints one line without
+    terminal control characters."""
+    mb, _ = fc_builder()
+    good = tmp_path / "m.tflite"
+    good.write_bytes(mb.build())
+    import eerie_c.api as api
+
+    def refuse(*a, **k):
+        raise EerieError("op 'evil\nname\x1b[2J\x07' is not supported")
+    monkeypatch.setattr(api, "compile_graph", refuse)
+    assert cli.main([str(good), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert "evil name\\x1b[2J\\x07" in err
