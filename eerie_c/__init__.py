@@ -2,3 +2,16 @@
 __version__ = "0.1.0"
 
 from .errors import EerieError  # noqa: E402,F401
+
+
+def compile(model, example_args=None, target=None, board=None, out_dir=None, name=None, **options):
+    """Compile an nn.Module (with example_args), an ExportedProgram, or a .tflite / .pt2 path."""
+    from .torch_api import compile as _compile
+    return _compile(model, example_args, target=target, board=board, out_dir=out_dir, name=name, **options)
+
+
+def run(model, inputs, example_args=None, target=None, board=None, out_dir=None, name=None, timeout=None):
+    """Compile, build and run; returns (outputs, report). Inputs are numpy arrays."""
+    from .torch_api import run as _run
+    return _run(model, inputs, example_args, target=target, board=board, out_dir=out_dir, name=name,
+                timeout=timeout)

@@ -1,9 +1,10 @@
 """Graph -> Graph rewrites, run in order, each followed by the IR verifier."""
 from ..ir import Graph, verify_graph
 from .alias_reshape import alias_reshapes
+from .cancel_transposes import cancel_transposes
 from .fold_constants import fold_constant_reshapes
 
-PIPELINE = [fold_constant_reshapes, alias_reshapes]
+PIPELINE = [fold_constant_reshapes, cancel_transposes, alias_reshapes]
 
 
 def run_passes(g: Graph) -> Graph:
