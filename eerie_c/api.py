@@ -23,6 +23,8 @@ from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .toolchain.build import build_host
 from .toolchain.targets import get_target
+from .verify import verify_generated
+from .budgets import check_budgets
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
@@ -59,7 +61,11 @@ def check_name(name: str) -> str:
     return name
 
 
-def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model") -> CompileResult:
+def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
+                  arena_budget: int | None = None, stack_budget: int | None = None) -> CompileResult:
+    """Frontend output -> verified C files and report. Every compile proves the arena plan,
+    the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
+    a worst-case stack bound from the target compiler's own frame sizes."""
     tgt = get_target(target)
     g = run_passes(g)
     lowered, ctx = lower_graph(g, target)
@@ -78,7 +84,22 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "ops": [_op_report(g, low, plan) for low in lowered],
         "verified": [proof],
     }
-    return CompileResult(name, target, files, report, g)
+    checks, figures = verify_generated(name, files, tgt)
+    report["verified"] += checks
+    report.update(figures)
+    sizes = figures.get("model_object_sizes")
+    if sizes:
+        # The model object holds code + constants (text) and the arena (bss).
+        report["flash_bytes"] = sizes["text"] + sizes["data"]
+        report["code_bytes"] = max(sizes["text"] - flash_consts, 0)
+        report["static_data_bytes"] = max(sizes["data"] + sizes["bss"] - plan.arena_bytes, 0)
+    else:
+        report["static_data_bytes"] = 0
+    report["ram_bytes"] = plan.arena_bytes + report["static_data_bytes"] + report["stack_bound_bytes"]
+    check_budgets(report, arena_budget, stack_budget)
+    res = CompileResult(name, target, files, report, g)
+    res.extra["plan"] = plan
+    return res
 
 
 def _io_report(g, tids, plan):
@@ -103,7 +124,8 @@ def _op_report(g, low, plan):
 
 
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
-                  board=None) -> CompileResult:
+                  board=None, arena_budget: int | None = None, stack_budget: int | None = None
+                  ) -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
     Makefile) after checking that the model fits the board's flash and RAM."""
@@ -111,14 +133,29 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     g = load_model(path, name)
-    res = compile_graph(g, name, target, source=path.name)
+    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
+                        stack_budget=stack_budget)
     if brd is not None:
         _add_firmware(res, brd)
     if out_dir is not None:
-        res.files["report.json"] = json.dumps(res.report, indent=2, sort_keys=True) + "\n"
+        res.files.update(report_files(res))
         write_files(Path(out_dir), res.files)
         res.out_dir = Path(out_dir)
     return res
+
+
+def report_files(res: CompileResult) -> dict[str, str | bytes]:
+    """report.json, report.md and the memory-plan picture (memory.svg, memory.png)."""
+    from .plan.picture import draw_memory_plan
+    from .report import render_markdown
+    files: dict[str, str | bytes] = {
+        "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n",
+        "report.md": render_markdown(res.report),
+    }
+    with tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
+        for p in draw_memory_plan(res.graph, res.extra["plan"], Path(tmp)):
+            files[p.name] = p.read_bytes()
+    return files
 
 
 def write_files(out_dir: Path, files: dict[str, str]):
@@ -202,7 +239,8 @@ def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np
 
 
 def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_dir=None,
-              name: str | None = None, board=None, timeout: float | None = None
+              name: str | None = None, board=None, timeout: float | None = None,
+              arena_budget: int | None = None, stack_budget: int | None = None
               ) -> tuple[list[np.ndarray], dict]:
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements)."""
@@ -210,7 +248,8 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     g = load_model(path, name)
-    res = compile_graph(g, name, target, source=path.name)
+    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
+                        stack_budget=stack_budget)
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))

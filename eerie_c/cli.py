@@ -34,8 +34,24 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default=None,
                    help="also write a firmware project for this board (see `eerie-c boards`)")
     p.add_argument("--name", default=None, help="C name prefix (default: from the file name)")
+    _budget_args(p)
+    p.add_argument("--report", action="store_true",
+                   help="print a short summary of the report (memory, budgets, verification)")
     p.add_argument("--version", action="version", version=f"eerie-c {__version__}")
     return p
+
+
+def _budget_args(p: argparse.ArgumentParser):
+    p.add_argument("--arena-budget", default=None, metavar="BYTES",
+                   help="fail if the activation arena needs more (e.g. 65536, 64k)")
+    p.add_argument("--stack-budget", default=None, metavar="BYTES",
+                   help="fail if the proven worst-case stack of NAME_invoke is larger")
+
+
+def _budgets(a) -> dict:
+    from .budgets import parse_bytes
+    return {"arena_budget": None if a.arena_budget is None else parse_bytes(a.arena_budget),
+            "stack_budget": None if a.stack_budget is None else parse_bytes(a.stack_budget)}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -49,6 +65,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=None, help="QEMU time limit in seconds")
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--out", default=None, help="keep the build directory here")
+    _budget_args(p)
     return p
 
 
@@ -65,13 +82,17 @@ def cmd_compile(argv):
     from .api import compile_model, default_name
     a = _compile_parser().parse_args(argv)
     out = a.out or (a.name or default_name(a.model))
-    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board)
+    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board, **_budgets(a))
     r = res.report
     if a.board:
         print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
               f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
-    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json "
-          f"(arena {r['arena_bytes']} B, constants {r['flash_bytes']} B, {r['macs']} MACs)")
+    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json, report.md, memory.svg "
+          f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
+          f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)")
+    if a.report:
+        from .report import summary_text
+        print(summary_text(r))
 
 
 def cmd_run(argv):
@@ -81,7 +102,7 @@ def cmd_run(argv):
         raise EerieError("eerie-c run needs at least one --input")
     arrays = [_load_npy(p) for p in a.input]
     outputs, report = run_model(a.model, arrays, target=a.target, out_dir=a.out, name=a.name,
-                                board=a.board, timeout=a.timeout)
+                                board=a.board, timeout=a.timeout, **_budgets(a))
     if a.output and len(a.output) != len(outputs):
         raise EerieError(f"the model has {len(outputs)} output(s) but {len(a.output)} --output paths were given")
     for k, o in enumerate(outputs):
@@ -89,7 +110,7 @@ def cmd_run(argv):
             np.save(a.output[k], o)
         print(f"output {k}: {np.array2string(o, threshold=64)}")
     keys = ("board", "arena_bytes", "flash_bytes", "ram_static_bytes", "instructions",
-            "stack_high_water_bytes")
+            "stack_bound_bytes", "invoke_stack_bytes", "stack_high_water_bytes")
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 

@@ -14,11 +14,11 @@ def _shape(s) -> str:
 
 
 def _budget_rows(r: dict) -> list[tuple[str, str, str, str]]:
-    board = r.get("board") or {}
+    """Board budgets (the firmware's needs: model + runtime + I/O buffers) with headroom."""
+    b = r.get("budget") or {}
     rows = []
-    flash = r.get("flash_bytes")
-    ram = r.get("ram_bytes")
-    for what, used, cap in (("flash", flash, board.get("flash_bytes")), ("RAM", ram, board.get("ram_bytes"))):
+    for what, used, cap in (("flash", b.get("flash_bytes", r.get("flash_bytes")), b.get("board_flash_bytes")),
+                            ("RAM", b.get("ram_bytes", r.get("ram_bytes")), b.get("board_ram_bytes"))):
         if used is None:
             continue
         head = "-" if cap is None else f"{int(cap) - int(used):,} B ({100.0 * (int(cap) - int(used)) / int(cap):.1f}%)"
@@ -29,7 +29,7 @@ def _budget_rows(r: dict) -> list[tuple[str, str, str, str]]:
 def render_markdown(r: dict) -> str:
     out = [f"# {r['name']}: eerie-c compile report", ""]
     out += [f"- model: `{r.get('model', '?')}`", f"- target: `{r.get('target', '?')}`"
-            + (f", board `{r['board']['name']}`" if r.get("board") else ""),
+            + (f", board `{r['board']}`" if r.get("board") else ""),
             f"- layers: {len(r.get('ops', []))}, MACs per inference: {r.get('macs', 0):,}"]
     for kind in ("inputs", "outputs"):
         for k, t in enumerate(r.get(kind, [])):
@@ -38,9 +38,11 @@ def render_markdown(r: dict) -> str:
     out += ["", "## Memory", "", "| item | bytes |", "|---|---:|"]
     for key, label in (("arena_bytes", "activation arena"), ("constant_bytes", "constants (weights, requantization)"),
                        ("code_bytes", "code"), ("flash_bytes", "flash total"),
-                       ("ram_static_bytes", "static data + bss"), ("stack_bound_bytes", "stack bound (proven)"),
+                       ("static_data_bytes", "model static data (besides the arena)"),
+                       ("ram_static_bytes", "firmware data + bss (measured)"), ("stack_bound_bytes", "stack bound (proven)"),
                        ("ram_bytes", "RAM total (arena + static + stack bound)"),
-                       ("stack_high_water_bytes", "stack high-water (measured)")):
+                       ("invoke_stack_bytes", "stack used by NAME_invoke (measured in QEMU)"),
+                       ("stack_high_water_bytes", "stack high-water of the whole firmware (measured)")):
         if r.get(key) is not None:
             out.append(f"| {label} | {int(r[key]):,} |")
     rows = _budget_rows(r)
@@ -68,7 +70,7 @@ def render_markdown(r: dict) -> str:
 
 def summary_text(r: dict) -> str:
     lines = [f"{r['name']} ({r.get('model', '?')}) for {r.get('target', '?')}"
-             + (f" on {r['board']['name']}" if r.get("board") else "")
+             + (f" on {r['board']}" if r.get("board") else "")
              + f": {len(r.get('ops', []))} layers, {r.get('macs', 0):,} MACs"]
     mem = [f"arena {_b(r.get('arena_bytes'))}", f"constants {_b(r.get('constant_bytes'))}"]
     for key, label in (("stack_bound_bytes", "stack bound"), ("ram_bytes", "RAM"), ("flash_bytes", "flash")):

@@ -36,4 +36,12 @@ uint64_t eerie_ticks_to_instructions(uint64_t ticks);
 uint32_t eerie_stack_high_water(void);
 uint32_t eerie_stack_size(void);
 
+/* Stack use of one call, to compare with the compiler's proven bound: read the caller's
+ * stack pointer with EERIE_READ_SP() right before the call, re-paint everything below it
+ * with eerie_stack_repaint(sp), make the call, then eerie_stack_used_below(sp) is the
+ * number of bytes below sp that the call (and any interrupt taken during it) wrote. */
+#define EERIE_READ_SP(var) __asm__ __volatile__("mov %0, sp" : "=r"(var))
+void eerie_stack_repaint(const uint32_t *sp);
+uint32_t eerie_stack_used_below(const uint32_t *sp);
+
 #endif /* EERIE_RT_H */

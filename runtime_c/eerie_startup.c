@@ -92,6 +92,26 @@ uint32_t eerie_stack_high_water(void)
     return (uint32_t)((uintptr_t)__stack_top__ - (uintptr_t)p);
 }
 
+void eerie_stack_repaint(const uint32_t *sp)
+{
+    /* Our own frame sits below the caller's sp: stop short of it (and of a small margin). */
+    uint32_t *p;
+    uint32_t *own = current_sp() - 8;
+    const uint32_t *stop = own < sp ? own : sp;
+    for (p = __stack_limit__; p < stop; ++p) {
+        *p = EERIE_STACK_PAINT;
+    }
+}
+
+uint32_t eerie_stack_used_below(const uint32_t *sp)
+{
+    const uint32_t *p = __stack_limit__;
+    while (p < sp && *p == EERIE_STACK_PAINT) {
+        ++p;
+    }
+    return (uint32_t)((uintptr_t)sp - (uintptr_t)p);
+}
+
 uint32_t eerie_stack_size(void)
 {
     return (uint32_t)((uintptr_t)__stack_top__ - (uintptr_t)__stack_limit__);

@@ -133,33 +133,45 @@ def resolve_target(board: Board, target: str | None) -> Target:
 
 
 def budget(board: Board, report: dict) -> dict:
-    """Flash and RAM the firmware needs, estimated before anything is built."""
+    """Flash and RAM the firmware needs, from the compile's proven figures: the model object's
+    measured code and constants, its arena and static data, and its proven stack bound."""
     consts = int(report["constant_bytes"])
-    code = RUNTIME_CODE_BYTES + CODE_BYTES_PER_OP * len(report.get("ops", []))
+    code = int(report.get("code_bytes", CODE_BYTES_PER_OP * len(report.get("ops", [])))) + RUNTIME_CODE_BYTES
     io = sum(int(t["bytes"]) for t in report["inputs"] + report["outputs"])
-    ram = int(report["arena_bytes"]) + io + RUNTIME_RAM_BYTES + board.stack_bytes
-    return {"constant_bytes": consts, "code_bytes_estimate": code, "io_buffer_bytes": io,
-            "stack_reserve_bytes": board.stack_bytes, "ram_bytes_estimate": ram}
+    # The model's proven stack bound plus one interrupt's exception frame and handler.
+    stack = int(report.get("stack_bound_bytes", board.stack_bytes)) + int(report.get("stack_interrupt_allowance_bytes", 0))
+    static = int(report.get("static_data_bytes", 0)) + io + RUNTIME_RAM_BYTES
+    ram = int(report["arena_bytes"]) + static + stack
+    return {"constant_bytes": consts, "code_bytes": code, "io_buffer_bytes": io,
+            "static_data_bytes": static, "stack_bound_bytes": stack, "stack_reserve_bytes": board.stack_bytes,
+            "ram_bytes": ram, "flash_bytes": consts + code,
+            "board_flash_bytes": board.flash.size + (board.rodata.size if board.rodata else 0),
+            "board_ram_bytes": board.ram.size}
 
 
 def check_budget(board: Board, name: str, report: dict) -> dict:
-    """Raise a one-line EerieError saying by how many bytes a model overflows the board."""
+    """Raise a one-line EerieError giving each figure and the shortfall when a model does
+    not fit the board."""
     b = budget(board, report)
-    consts, code = b["constant_bytes"], b["code_bytes_estimate"]
+    consts, code = b["constant_bytes"], b["code_bytes"]
     if board.rodata is not None:
         checks = [("constants", consts, board.rodata, "rodata flash", f"constants {consts}"),
-                  ("code", code, board.flash, "flash", f"code estimate {code}")]
+                  ("code", code, board.flash, "flash", f"code {code} incl. runtime")]
     else:
         checks = [("flash", consts + code, board.flash, "flash",
-                   f"constants {consts} + code estimate {code}")]
-    ram = b["ram_bytes_estimate"]
+                   f"constants {consts} + code {code} incl. runtime")]
+    ram = b["ram_bytes"]
     checks.append(("ram", ram, board.ram, "RAM",
-                   f"arena {report['arena_bytes']} + I/O buffers {b['io_buffer_bytes']} + "
-                   f"stack reserve {board.stack_bytes} + runtime {RUNTIME_RAM_BYTES}"))
+                   f"arena {report['arena_bytes']} + static data {b['static_data_bytes']} "
+                   f"(I/O buffers {b['io_buffer_bytes']}) + stack bound {b['stack_bound_bytes']} incl. one interrupt"))
     for _, need, region, label, detail in checks:
         if need > region.size:
             raise EerieError(f"model {name} does not fit board {board.name}: {label} needs {need} bytes "
                              f"({detail}) but the board has {region.size}, {need - region.size} bytes too many")
+    if b["stack_bound_bytes"] > board.stack_bytes:
+        raise EerieError(f"model {name} does not fit board {board.name}: the proven stack bound is "
+                         f"{b['stack_bound_bytes']} bytes but the board reserves {board.stack_bytes} for the "
+                         f"stack, {b['stack_bound_bytes'] - board.stack_bytes} bytes too many")
     return b
 
 

@@ -118,6 +118,9 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
         "flash_bytes": sizes["text"], "ram_static_bytes": sizes["data"] + sizes["bss"],
         "elf_sizes": sizes,
         "stack_high_water_bytes": hw, "stack_reserve_bytes": reserve,
+        # What NAME_invoke itself used below its caller's stack pointer (worst inference),
+        # interrupts taken during it included: the figure the proven bound must cover.
+        "invoke_stack_bytes": run.values["invoke_stack_bytes"],
     }
     if hw >= reserve:
         raise EerieError(f"the stack overflowed its {reserve}-byte reserve on {board.name}")

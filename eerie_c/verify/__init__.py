@@ -1,0 +1,53 @@
+"""Proofs about the generated C, run on every compile (see ast_proof.py and stack.py).
+
+`verify_generated` writes the model's C to a scratch directory, proves the source free of
+allocation, VLAs, recursion, function pointers and unbounded loops (pycparser), then compiles
+it with the target's real toolchain to bound the stack of NAME_invoke and to size it.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..toolchain.targets import Target
+from .ast_proof import prove_c
+from .stack import stack_bound
+
+# Hardware exception entry on Cortex-M stacks 8 words, or 26 with the (lazily reserved) FP
+# context; the eerie runtime's SysTick handler adds a small leaf frame on top. The model
+# never enables interrupts itself, but a firmware's interrupts land on the same stack.
+EXCEPTION_FRAME = {False: 32, True: 104}
+RUNTIME_HANDLER_BYTES = 16
+
+
+def interrupt_allowance(target: Target) -> int:
+    return EXCEPTION_FRAME[target.has_fpu] + RUNTIME_HANDLER_BYTES if target.embedded else 0
+
+
+def verify_generated(name: str, files: dict[str, str], target: Target) -> tuple[list[dict], dict]:
+    """Returns (checks for report["verified"], figures for the report). Raises CompilerBug."""
+    entry = f"{name}_invoke"
+    with tempfile.TemporaryDirectory(prefix="eerie_verify_") as tmp:
+        d = Path(tmp)
+        for f in (f"{name}.c", f"{name}.h"):
+            (d / f).write_text(files[f])
+        ast = prove_c(d / f"{name}.c", [d], entry)
+        stack = stack_bound(d / f"{name}.c", [d], target.cc, target.cflags, entry)
+    # The bound is NAME_invoke's own worst case; firmware budgets add one interrupt on top
+    # (reported separately because it depends on the firmware, not on the model).
+    allowance = interrupt_allowance(target)
+    bound = stack["stack_bound_bytes"]
+    figures = {"stack_bound_bytes": bound, "stack_interrupt_allowance_bytes": allowance,
+               "stack_path": stack["path"]}
+    sizes = stack.get("object_sizes")
+    if sizes:
+        figures["model_object_sizes"] = sizes
+    stack_check = {"check": "stack_bound", "ok": True, "stack_bound_bytes": bound,
+                   "compiler": stack["compiler"], "frames": "all static",
+                   "includes": stack["includes"],
+                   "externals": stack["externals"]}
+    ast_check = {k: v for k, v in ast.items() if k != "externals"}
+    ast_check["check"] = "c_source"
+    ast_check["proves"] = ("no allocator calls, no VLAs, constant array sizes, no recursion, "
+                           "no function pointers, every loop bounded by compile-time constants")
+    return [ast_check, stack_check], figures

@@ -145,6 +145,20 @@ def _nm_undefined(cc: str, obj: Path) -> set[str] | None:
     return {ln.split()[-1] for ln in p.stdout.splitlines() if ln.strip()}
 
 
+def object_sizes(cc: str, obj: Path) -> dict | None:
+    """Berkeley sizes of the compiled model (text includes read-only data) from the size
+    tool beside the compiler (arm-none-eabi-size for arm-none-eabi-gcc, size for cc)."""
+    tool = cc[: -len("gcc")] + "size" if cc.endswith("gcc") and cc != "gcc" else "size"
+    if shutil.which(tool) is None:
+        return None
+    p = subprocess.run([tool, "-B", str(obj)], capture_output=True, text=True)
+    m = re.search(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s", p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        return None
+    text, data, bss = map(int, m.groups())
+    return {"text": text, "data": data, "bss": bss}
+
+
 def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[str] | str,
                 entry: str) -> dict:
     """Compile `c_path` with `cc cflags` and bound the stack depth of `entry`.
@@ -173,6 +187,7 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                              "-fcallgraph-info)")
         nodes, edges = parse_ci(ci.read_text())
         undefined = _nm_undefined(cc, obj)
+        sizes = object_sizes(cc, obj)
 
     funcs = {t: n for t, n in nodes.items() if not n.get("external")}
     for t, n in funcs.items():
@@ -251,6 +266,7 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                       f"{ARM_DEFAULT_ALLOWANCE} B if not listed" if arm else
                       f"{HOST_ALLOWANCE} B per external callee (hosted libc, not measured)"),
         "red_zone_bytes": red_zone,
+        "object_sizes": sizes,
         "includes": ("frames of the entry function and everything it calls, from the caller's "
                      "call instruction (return address included)"
                      + (f", plus the {red_zone}-byte red zone of the deepest leaf" if red_zone else "")

@@ -94,6 +94,10 @@ def test_model_on_board_matches_tflm(board_tools, models_dir, tmp_path, model, b
     assert saved["flash_bytes"] > saved["constant_bytes"]   # weights plus code
     assert saved["ram_static_bytes"] >= saved["arena_bytes"]
     assert 0 < saved["stack_high_water_bytes"] < saved["stack_reserve_bytes"]
+    # The compile-time stack bound of NAME_invoke covers what it used in QEMU, and is a
+    # useful bound (within 2x of the measurement), not a huge constant.
+    measured, bound = saved["invoke_stack_bytes"], saved["stack_bound_bytes"]
+    assert 0 < measured <= bound <= 2 * measured, (measured, bound)
 
 
 # ---- the SysTick instruction counter ----------------------------------------------------

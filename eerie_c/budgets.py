@@ -1,0 +1,33 @@
+"""Memory budgets, checked at compile time against proven figures: a model that does not fit
+fails with one line giving each figure and the shortfall, before anything is written."""
+from __future__ import annotations
+
+from .errors import EerieError
+
+
+def check_budgets(report: dict, arena_budget: int | None = None, stack_budget: int | None = None):
+    name = report["name"]
+    if arena_budget is not None and report["arena_bytes"] > arena_budget:
+        raise EerieError(f"model {name} exceeds --arena-budget: the arena needs {report['arena_bytes']} bytes, "
+                         f"the budget is {arena_budget}, {report['arena_bytes'] - arena_budget} bytes over")
+    bound = report.get("stack_bound_bytes")
+    if stack_budget is not None and bound is not None and bound > stack_budget:
+        raise EerieError(f"model {name} exceeds --stack-budget: the proven worst-case stack of "
+                         f"{name}_invoke is {bound} bytes, the budget is {stack_budget}, "
+                         f"{bound - stack_budget} bytes over")
+
+
+def parse_bytes(text: str) -> int:
+    """'4096', '4k', '4KiB', '1M' -> bytes (for the --*-budget options)."""
+    s = str(text).strip().lower().replace("ib", "").replace("b", "")
+    mult = 1
+    if s and s[-1] in "km":
+        mult = 1024 if s[-1] == "k" else 1024 * 1024
+        s = s[:-1]
+    try:
+        value = int(s, 0) * mult
+    except ValueError:
+        raise EerieError(f"not a byte count: {text!r} (examples: 4096, 64k, 1M)") from None
+    if value < 0:
+        raise EerieError(f"not a byte count: {text!r} (negative)")
+    return value

@@ -1,0 +1,108 @@
+"""Issue 4 wired into every compile: report.json carries the proofs and the figures, the
+budgets fail with one line and exit 2 and write nothing, and a kernel that emits a forbidden
+construct fails the compile as a compiler bug."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from eerie_c.api import compile_model
+from eerie_c.errors import CompilerBug
+from eerie_c.kernels import REGISTRY, load_all
+
+
+def eerie(*args):
+    return subprocess.run([sys.executable, "-m", "eerie_c.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def one_line_error(p, *needles):
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m0"])
+def test_report_has_proofs_and_figures(models_dir, tmp_path, target):
+    compile_model(models_dir / "kws_ref_model.tflite", tmp_path / "o", target=target, name="kws")
+    r = json.loads((tmp_path / "o" / "report.json").read_text())
+    checks = {v["check"]: v for v in r["verified"]}
+    assert set(checks) >= {"arena_plan", "c_source", "stack_bound"}
+    assert all(v["ok"] for v in r["verified"])
+    assert checks["c_source"]["loops"] > 0 and checks["c_source"]["functions"] >= 12
+    assert r["stack_bound_bytes"] > 0 and r["stack_bound_bytes"] == checks["stack_bound"]["stack_bound_bytes"]
+    assert r["ram_bytes"] == r["arena_bytes"] + r["static_data_bytes"] + r["stack_bound_bytes"]
+    assert r["flash_bytes"] >= r["constant_bytes"] + r["code_bytes"]
+    assert r["arena_bytes"] == 16000
+    compiler = checks["stack_bound"]["compiler"]
+    assert ("arm-none-eabi-gcc" in compiler) == (target != "host")
+
+
+def test_report_summary_printed(models_dir, tmp_path):
+    p = eerie(models_dir / "ad01_int8.tflite", "-o", tmp_path / "o", "--report")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert f"stack bound {r['stack_bound_bytes']:,} B" in p.stdout
+    assert "verified: arena_plan ok, c_source ok, stack_bound ok" in p.stdout
+
+
+def test_arena_budget_too_small(models_dir, tmp_path):
+    out = tmp_path / "o"
+    line = one_line_error(eerie(models_dir / "kws_ref_model.tflite", "-o", out, "--arena-budget", "15k"),
+                          "--arena-budget", "16000", "15360", "640 bytes over")
+    assert not out.exists(), line
+
+
+def test_stack_budget_too_small(models_dir, tmp_path):
+    out = tmp_path / "o"
+    one_line_error(eerie(models_dir / "kws_ref_model.tflite", "-o", out, "--stack-budget", "16",
+                         "--target", "cortex-m4"), "--stack-budget", "budget is 16", "bytes over")
+    assert not out.exists()
+
+
+def test_budgets_that_fit_pass(models_dir, tmp_path):
+    p = eerie(models_dir / "kws_ref_model.tflite", "-o", tmp_path / "o", "--arena-budget", "16000",
+              "--stack-budget", "4096")
+    assert p.returncode == 0, p.stderr
+
+
+def test_bad_budget_value(models_dir, tmp_path):
+    one_line_error(eerie(models_dir / "ad01_int8.tflite", "-o", tmp_path / "o", "--arena-budget", "lots"),
+                   "not a byte count")
+
+
+def test_board_ram_budget_names_each_figure(models_dir, tmp_path):
+    board = json.loads((__import__("eerie_c.resources", fromlist=["x"]).resource_dir("boards")
+                        / "mps2-an386.json").read_text())
+    board["name"] = "tiny-ram"
+    board["ram"]["size"] = 8192
+    (tmp_path / "tiny-ram.json").write_text(json.dumps(board))
+    import shutil
+    from eerie_c.resources import resource_dir
+    shutil.copy(resource_dir("boards") / "mps2-an386.ld", tmp_path / "tiny-ram.ld")
+    board["linker_script"] = "tiny-ram.ld"
+    (tmp_path / "tiny-ram.json").write_text(json.dumps(board))
+    out = tmp_path / "o"
+    one_line_error(eerie(models_dir / "kws_ref_model.tflite", "--board", tmp_path / "tiny-ram.json", "-o", out),
+                   "RAM needs", "arena 16000", "stack bound", "bytes too many")
+    assert not out.exists()
+
+
+def test_kernel_emitting_a_vla_fails_the_compile(models_dir, monkeypatch):
+    """A kernel bug that leaves a run-time sized array in the C is caught on compile."""
+    load_all()
+    info = REGISTRY["FULLY_CONNECTED"]
+    real = info.lower
+
+    def bad_lower(op, g, ctx):
+        low = real(op, g, ctx)
+        low.body = "int n = (int)in0[0] & 7;\nint8_t tmp[n + 1];\ntmp[0] = 0;\nout0[0] = tmp[0];\n" + low.body
+        return low
+
+    monkeypatch.setattr(info, "lower", bad_lower)
+    with pytest.raises(CompilerBug, match="variable-length|VLA|constant size|dynamic"):
+        compile_model(models_dir / "ad01_int8.tflite")
