@@ -172,7 +172,8 @@ def write_files(out_dir: Path, files: dict[str, str]):
             if isinstance(text, bytes):
                 p.write_bytes(text)
             else:
-                p.write_text(text)
+                # Model-supplied text (file and tensor names) may hold any code point.
+                p.write_text(text, encoding="utf-8", errors="backslashreplace")
         created = not out_dir.exists()
         out_dir.mkdir(parents=True, exist_ok=True)
         backup, moved = tmp / ".previous", []

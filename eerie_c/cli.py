@@ -12,7 +12,9 @@ import numpy as np
 from . import __version__
 from .errors import EerieError
 
-EXAMPLES = """examples:
+EXAMPLES = """options for every command: -q (no progress), -v (progress and timing of every stage)
+
+examples:
   eerie-c model.tflite -o build/kws                 compile for the host (model.c/.h/.mk, report.json)
   eerie-c run model.tflite --input x.npy --output y.npy
   eerie-c model.tflite --board mps2-an386 -o fw     firmware project: `make`, `make run` (QEMU)
@@ -26,7 +28,7 @@ EXAMPLES = """examples:
 def _compile_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eerie-c", description="Compile a neural network into one standalone C file.",
                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="a .tflite model")
+    p.add_argument("model", help="a .tflite model, or a .pt2 program saved by torch.export.save")
     p.add_argument("-o", "--out", default=None, help="output directory (default: ./NAME)")
     p.add_argument("--target", default=None,
                    help="code generation target: host, cortex-m, cortex-m0|m3|m4|m7|m33|m55 "
@@ -138,8 +140,22 @@ def cmd_boards(argv):
 COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards}
 
 
+def _verbosity(argv: list[str]) -> list[str]:
+    """-q / -v anywhere on the line set the progress level (see progress.py)."""
+    from .progress import set_level
+    rest = []
+    for a in argv:
+        if a in ("-q", "--quiet"):
+            set_level(0)
+        elif a in ("-v", "--verbose"):
+            set_level(2)
+        else:
+            rest.append(a)
+    return rest
+
+
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _verbosity(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in COMMANDS:
             COMMANDS[argv[0]](argv[1:])

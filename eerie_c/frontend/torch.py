@@ -171,8 +171,11 @@ class _Lowerer:
         self.ops_made += 1
         name = self.node.name if self.node is not None else kind.lower()
         src = _src(self.node) if self.node is not None else ""
+        attrs = dict(attrs or {})
+        if src:
+            attrs["torch_source"] = src   # for messages: the user's line that made this op
         self.scope.ops.append(Op(kind, [i.tid if isinstance(i, Act) else i for i in inputs], [out.tid],
-                                 dict(attrs or {}), name + (f";{src}" if src else ""), self.ops_made))
+                                 attrs, name, self.ops_made))
         return out
 
     def act_of(self, v, like: Act | None = None) -> Act | str:
