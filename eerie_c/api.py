@@ -25,6 +25,7 @@ from .toolchain.build import build_host
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets
+from .progress import stage
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
@@ -67,14 +68,17 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
     a worst-case stack bound from the target compiler's own frame sizes."""
     tgt = get_target(target)
-    g = run_passes(g)
-    lowered, ctx = lower_graph(g, target)
+    with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
+        g = run_passes(g)
+        lowered, ctx = lower_graph(g, target)
     step_of = {id(op): k for k, op in enumerate(g.ops)}
     scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
-    plan = plan_memory(g, scratch)
-    proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
-    verify_graph(g, "planning")
-    files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
+    with stage("memory plan and its proof"):
+        plan = plan_memory(g, scratch)
+        proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
+        verify_graph(g, "planning")
+    with stage("C emission"):
+        files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
     flash_consts = sum(const_bytes(c) for c in ctx.consts)
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
@@ -84,7 +88,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "ops": [_op_report(g, low, plan) for low in lowered],
         "verified": [proof],
     }
-    checks, figures = verify_generated(name, files, tgt)
+    with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
+        checks, figures = verify_generated(name, files, tgt)
     report["verified"] += checks
     report.update(figures)
     sizes = figures.get("model_object_sizes")
@@ -132,7 +137,8 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
-    g = load_model(path, name)
+    with stage(f"frontend: read {path.name}"):
+        g = load_model(path, name)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
     if brd is not None:
@@ -248,7 +254,8 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
-    g = load_model(path, name)
+    with stage(f"frontend: read {path.name}"):
+        g = load_model(path, name)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
@@ -261,7 +268,8 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
                "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
         res.files["host_main.c"] = render("host_main.c.j2", **ctx)
         write_files(work, {**res.files, "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"})
-        outputs = _run_host(work, name, res, arrays)
+        with stage(f"host build and run: {arrays[0].shape[0]} inference(s)"):
+            outputs = _run_host(work, name, res, arrays)
         if not batched:
             outputs = [o[0] for o in outputs]
         return outputs, res.report
@@ -317,7 +325,8 @@ def _run_board(res: CompileResult, brd, arrays, batched, work: Path, keep: bool,
     try:
         _add_firmware(res, brd)
         write_files(work, res.files)
-        outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
+        with stage(f"firmware build and QEMU run on {brd.name}: {arrays[0].shape[0]} inference(s)"):
+            outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
         res.report.update(measured)
         (work / "report.json").write_text(json.dumps(res.report, indent=2, sort_keys=True) + "\n")
         if not batched:

@@ -29,7 +29,8 @@ def test_compile_writes_files(models_dir, tmp_path):
     out = tmp_path / "ad"
     p = eerie(models_dir / "ad01_int8.tflite", "-o", out, "--name", "ad")
     assert p.returncode == 0, p.stderr
-    assert sorted(x.name for x in out.iterdir()) == ["ad.c", "ad.h", "ad.mk", "report.json"]
+    assert sorted(x.name for x in out.iterdir()) == ["ad.c", "ad.h", "ad.mk", "memory.png", "memory.svg",
+                                                     "report.json", "report.md"]
     rep = json.loads((out / "report.json").read_text())
     assert rep["arena_bytes"] > 0 and rep["flash_bytes"] > 200_000
     assert all("macs" in op and op["outputs"] for op in rep["ops"])
@@ -113,3 +114,21 @@ def test_ops_lists_matrix():
     p = eerie("ops")
     assert p.returncode == 0
     assert "FULLY_CONNECTED" in p.stdout and "int8" in p.stdout
+
+
+def test_verbose_progress_and_quiet(models_dir, tmp_path):
+    p = eerie("-v", models_dir / "ad01_int8.tflite", "-o", tmp_path / "a")
+    assert p.returncode == 0
+    stages = [ln for ln in p.stderr.splitlines() if ln.startswith("eerie-c: ")]
+    for what in ("frontend", "kernel lowering", "memory plan", "C emission", "verification"):
+        assert any(what in ln and ln.endswith(" s)") for ln in stages), (what, p.stderr)
+    q = eerie("-q", models_dir / "ad01_int8.tflite", "-o", tmp_path / "b")
+    assert q.returncode == 0 and q.stderr == ""
+
+
+def test_version_and_help_examples():
+    v = eerie("--version")
+    assert v.returncode == 0 and v.stdout.startswith("eerie-c ")
+    for cmd in ([], ["run"]):
+        h = eerie(*cmd, "--help")
+        assert h.returncode == 0 and "examples:" in h.stdout and "eerie-c run" in h.stdout

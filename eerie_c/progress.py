@@ -1,0 +1,39 @@
+"""Progress and timing of the slow stages, on stderr.
+
+Level 0 (-q) prints nothing; level 1 (the default) prints one line per finished stage when
+stderr is a terminal; level 2 (-v) always prints them, plus details. Errors never depend on
+this: they are always the CLI's single line.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+LEVEL = 1
+
+
+def set_level(level: int):
+    global LEVEL
+    LEVEL = level
+
+
+def _enabled(detail: bool = False) -> bool:
+    if LEVEL >= 2:
+        return True
+    if LEVEL == 1:
+        return not detail and sys.stderr.isatty()
+    return False
+
+
+def note(msg: str, detail: bool = False):
+    if _enabled(detail):
+        print(f"eerie-c: {msg}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def stage(name: str):
+    """Time a stage; report it when it finishes (a failing stage reports nothing)."""
+    t0 = time.perf_counter()
+    yield
+    note(f"{name} ({time.perf_counter() - t0:.2f} s)")
