@@ -75,11 +75,17 @@ def load_torch(model, example_args=None, name: str = "model",
 def load_pt2(path, name: str = "model", max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Graph:
     """A program saved with torch.export.save."""
     torch = _torch()
+    import logging
+    quiet = logging.getLogger("torch.export")   # it logs a traceback before raising on a bad file
+    level = quiet.level
     try:
+        quiet.setLevel(logging.CRITICAL)
         ep = torch.export.load(str(path))
     except Exception as e:
         raise EerieError(f"{path}: not a program saved by torch.export.save ({type(e).__name__}: "
                          f"{' '.join(str(e).split())[:200]})") from None
+    finally:
+        quiet.setLevel(level)
     return load_torch(ep, None, name, max_iterations)
 
 

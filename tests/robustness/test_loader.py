@@ -214,9 +214,32 @@ def test_cli_directory_and_unreadable_paths(tmp_path):
     d = tmp_path / "dir.tflite"
     d.mkdir()
     assert_clean(eerie(d, "-o", tmp_path / "o"), 2)
-    (tmp_path / "x.pt2").write_bytes(b"PK\x03\x04 not really a zip")
-    assert_clean(eerie(tmp_path / "x.pt2", "-o", tmp_path / "o"), 2, "unknown model format")
+    (tmp_path / "x.onnx").write_bytes(b"not supported")
+    assert_clean(eerie(tmp_path / "x.onnx", "-o", tmp_path / "o"), 2, "unknown model format")
     assert not (tmp_path / "o").exists()
+
+
+def _zip(entries) -> bytes:
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k, v in entries.items():
+            z.writestr(k, v)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"PK\x03\x04 not really a zip", bytes(range(256)) * 4,
+    _zip({"x/archive_format": "pt2", "x/models/model.json": "{not json"}),
+    _zip({"archive_format": "pt2", "version": "999", "models/model.json": "[]"}),
+], ids=["empty", "fake-zip", "bytes", "bad-json", "bad-version"])
+def test_cli_hostile_pt2(tmp_path, data):
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(data)
+    out = tmp_path / "o"
+    assert_clean(eerie(bad, "-o", out), 2)
+    assert not out.exists()
 
 
 def test_cli_unwritable_output(tmp_path):
