@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""eerie-c next to TFLM + CMSIS-NN on the MLPerf Tiny models, in QEMU.
+
+For each model in ../shared/models (relative to the repository) and each board, compiles the
+model, builds the firmware, runs a few random inputs in QEMU (-icount shift=0, SysTick), checks
+the outputs bit-exact against the host TFLM runtime (the `tflite-micro` package), and prints:
+instructions per inference, instructions per MAC, flash (text + rodata + data image of the
+ELF, i.e. everything the firmware puts in flash), RAM (data + bss + measured stack
+high-water; the arena is part of bss), arena, stack, Python compile time; beside the TFLM +
+CMSIS-NN reference figures of issue 6 with our/their ratios. Writes bench/results.md too.
+
+    python bench/compare_tflm.py                  # mps2-an386 (Cortex-M4), all four models
+    python bench/compare_tflm.py --all-boards     # + mps2-an500 (M7) and mps3-an547 (M55)
+    python bench/compare_tflm.py --models kws_ref_model --boards mps2-an386 --no-write
+
+Measurement only: nothing here asserts a speed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from eerie_c import api  # noqa: E402
+
+MODELS_DIR = REPO.parent / "shared" / "models"
+MODELS = ("kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8")
+ALL_BOARDS = ("mps2-an386", "mps2-an500", "mps3-an547")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """TFLM + CMSIS-NN on the same model, as measured for issue 6 (its "Reference figures"
+    table: tflite-micro 90b983c, CMSIS-NN 4ab83cc, arm-none-eabi-gcc 12.2, release Makefile,
+    -mcpu=cortex-m4 -mfloat-abi=hard, QEMU mps2-an386 -icount shift=0; arena = smallest that
+    works; stack by painting). These are the baseline we compare against, not our results."""
+    macs: int
+    instructions: int          # per inference on mps2-an386 (M7 within 1% of it per the issue)
+    flash: int                 # model + TFLM + CMSIS-NN code
+    arena: int
+    stack: int
+    m55_instructions: int      # mps3-an547, CMSIS-NN with MVE
+
+    @property
+    def ram(self) -> int:      # arena + stack (the issue gives no data/bss figure for TFLM)
+        return self.arena + self.stack
+
+
+REFERENCE = {   # issue 6, "Reference figures"
+    "kws_ref_model": Ref(2_660_000, 7_696_440, 130_259, 22_824, 1_428, 1_812_125),
+    "vww_96_int8": Ref(7_490_000, 24_101_960, 409_611, 100_712, 1_428, 6_558_344),
+    "pretrainedResnet_quant": Ref(12_500_000, 29_862_920, 169_581, 55_000, 1_428, 4_911_688),
+    "ad01_int8": Ref(260_000, 583_000, 303_517, 3_012, 932, 150_031),
+}
+
+# Targets of issue 6 (ratios ours / TFLM's on mps2-an386).
+TARGET_INSNS, TARGET_RAM, TARGET_FLASH, TARGET_COMPILE_S = 0.7, 0.6, 0.8, 2.0
+
+
+def tflm_outputs(path: Path, x: np.ndarray) -> np.ndarray:
+    from tflite_micro.python.tflite_micro import runtime
+    it = runtime.Interpreter.from_file(str(path), arena_size=512 * 1024)
+    outs = []
+    for rec in x:
+        it.set_input(rec, 0)
+        it.invoke()
+        outs.append(np.array(it.get_output(0)))
+    return np.stack(outs)
+
+
+def python_compile_seconds(path: Path, target: str) -> float:
+    """Wall time of compile_model minus the verification stage that runs the C toolchain."""
+    timed = {"verify": 0.0}
+    orig = api.verify_generated
+
+    def verify(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return orig(*a, **k)
+        finally:
+            timed["verify"] += time.perf_counter() - t0
+
+    api.verify_generated = verify
+    try:
+        t0 = time.perf_counter()
+        api.compile_model(path, target=target)
+        total = time.perf_counter() - t0
+    finally:
+        api.verify_generated = orig
+    return total - timed["verify"]
+
+
+def measure(model: str, board: str, n_inputs: int, seed: int) -> dict:
+    path = MODELS_DIR / f"{model}.tflite"
+    from eerie_c.frontend import load_model
+    g = load_model(path, "m")
+    spec = g.t(g.inputs[0])
+    rng = np.random.default_rng(seed)
+    if spec.dtype != "int8":
+        raise SystemExit(f"{model}: bench expects an int8 input, got {spec.dtype}")
+    x = rng.integers(-128, 128, size=(n_inputs, *spec.shape), dtype=np.int8)
+    outs, rep = api.run_model(path, [x], board=board)
+    ref = tflm_outputs(path, x)
+    exact = bool(np.array_equal(outs[0].reshape(ref.shape), ref))
+    sizes = rep["elf_sizes"]
+    model_sizes = rep.get("model_object_sizes", {})
+    return {
+        "model": model, "board": board, "target": rep["target"], "macs": rep["macs"],
+        "instructions": rep["instructions"],
+        "flash": sizes["text"] + sizes["data"],               # what the ELF puts in flash
+        "model_flash": model_sizes.get("text", 0) + model_sizes.get("data", 0),
+        "ram": sizes["data"] + sizes["bss"] + rep["stack_high_water_bytes"],
+        "arena": rep["arena_bytes"], "stack": rep["stack_high_water_bytes"],
+        "compile_s": python_compile_seconds(path, rep["target"]), "exact": exact,
+    }
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def verdict(r: float, limit: float) -> str:
+    return "ok" if r <= limit else "MISSED"
+
+
+def tables(rows: list[dict]) -> str:
+    out = []
+    out.append("| model | board | instructions | TFLM+CMSIS-NN | ratio | instr/MAC (TFLM) | "
+               "flash B (model only) | TFLM flash | ratio | RAM B | TFLM RAM | ratio | arena B | "
+               "stack B | compile s | bit-exact |")
+    out.append("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        ref = REFERENCE[r["model"]]
+        ref_insns = ref.m55_instructions if r["board"] == "mps3-an547" else ref.instructions
+        out.append(
+            f"| {r['model']} | {r['board']} | {r['instructions']:,} | {ref_insns:,} | "
+            f"{ratio(r['instructions'], ref_insns)} | {r['instructions'] / r['macs']:.2f} "
+            f"({ref_insns / ref.macs:.2f}) | {r['flash']:,} ({r['model_flash']:,}) | {ref.flash:,} | "
+            f"{ratio(r['flash'], ref.flash)} | {r['ram']:,} | {ref.ram:,} | {ratio(r['ram'], ref.ram)} | "
+            f"{r['arena']:,} | {r['stack']:,} | {r['compile_s']:.2f} | {'yes' if r['exact'] else 'NO'} |")
+    m4 = [r for r in rows if r["board"] == "mps2-an386"]
+    if m4:
+        out.append("")
+        out.append("Targets of issue 6 on mps2-an386 (ours / TFLM + CMSIS-NN): instructions <= "
+                   f"{TARGET_INSNS}x, RAM <= {TARGET_RAM}x, flash <= {TARGET_FLASH}x, Python "
+                   f"compile < {TARGET_COMPILE_S:g} s.")
+        out.append("")
+        out.append("| model | instructions | RAM | flash | compile |")
+        out.append("|---|---|---|---|---|")
+        for r in m4:
+            ref = REFERENCE[r["model"]]
+            ri, rr, rf = r["instructions"] / ref.instructions, r["ram"] / ref.ram, r["flash"] / ref.flash
+            out.append(f"| {r['model']} | {ri:.2f}x {verdict(ri, TARGET_INSNS)} | "
+                       f"{rr:.2f}x {verdict(rr, TARGET_RAM)} | {rf:.2f}x {verdict(rf, TARGET_FLASH)} | "
+                       f"{r['compile_s']:.2f} s {'ok' if r['compile_s'] < TARGET_COMPILE_S else 'MISSED'} |")
+    return "\n".join(out) + "\n"
+
+
+NOTES = """
+Columns: instructions per inference (worst of the inputs run; QEMU -icount shift=0, SysTick);
+instr/MAC ours (TFLM's); flash = text + data of the whole firmware ELF (harness and start-up
+included; in brackets the model object alone: code + weights); RAM = data + bss (arena, the
+harness's input/output buffers and the runtime included) + measured stack high-water; TFLM RAM
+= its tensor arena + stack from the issue (no data/bss given there, so this favours TFLM);
+compile = Python-side compile time (wall time of compile_model minus the verification stage,
+which runs the C toolchain). The M55 row compares with the issue's M55 (MVE) column; the M7
+row with the M4 figure (the issue: M7 within 1% of M4). Bit-exact: outputs equal the host TFLM
+runtime's on the same random inputs.
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--boards", nargs="*", default=["mps2-an386"])
+    ap.add_argument("--all-boards", action="store_true", help="mps2-an386, mps2-an500, mps3-an547")
+    ap.add_argument("--inputs", type=int, default=2, help="random inputs per model (default 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-write", action="store_true", help="do not write bench/results.md")
+    args = ap.parse_args(argv)
+    boards = list(ALL_BOARDS) if args.all_boards else args.boards
+    rows = []
+    for board in boards:
+        for model in args.models:
+            r = measure(model, board, args.inputs, args.seed)
+            rows.append(r)
+            print(f"{model} on {board}: {r['instructions']:,} instructions, "
+                  f"{r['instructions'] / r['macs']:.2f}/MAC, exact={r['exact']}", file=sys.stderr)
+    text = tables(rows)
+    print(text)
+    if not args.no_write:
+        md = REPO / "bench" / "results.md"
+        head = "# eerie-c vs TFLM + CMSIS-NN (generated by bench/compare_tflm.py)\n\n"
+        keep = ""
+        if md.exists():   # keep the hand-written notes below the generated table
+            old = md.read_text()
+            marker = "\n<!-- notes -->\n"
+            if marker in old:
+                keep = marker + old.split(marker, 1)[1]
+        md.write_text(head + text + NOTES + keep)
+    return 0 if all(r["exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
