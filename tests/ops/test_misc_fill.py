@@ -1,0 +1,79 @@
+"""BROADCAST_TO (every dtype TFLM takes), FILL (constant and run-time value), ZEROS_LIKE
+(raw zeros, also for int8 with a non-zero zero point), MIRROR_PAD (REFLECT / SYMMETRIC)
+vs TFLM."""
+import numpy as np
+import pytest
+
+from conftest import assert_matches_tflm, random_inputs
+from tflite_builder import ModelBuilder
+
+Q = dict(scale=0.05, zero_point=-4)
+
+
+def rin(shape, dtype, n=2, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, size=(n, *shape)).astype(bool)
+    if dtype in ("int32", "int64"):
+        return rng.integers(-2**31, 2**31 - 1, size=(n, *shape)).astype(dtype)
+    if dtype == "uint8":
+        return rng.integers(0, 256, size=(n, *shape)).astype(np.uint8)
+    return random_inputs(shape, dtype, n, seed)
+
+
+def q(dtype):
+    return Q if dtype == "int8" else {}
+
+
+@pytest.mark.parametrize("dtype,shape,to", [
+    ("float32", (1, 3), (2, 4, 3)), ("int8", (4, 1), (2, 4, 5)), ("int16", (3,), (2, 3)),
+    ("int32", (2, 1, 3), (2, 4, 3)), ("int64", (1,), (5,)), ("uint8", (1, 1), (3, 2)),
+    ("bool", (2, 1, 1), (2, 3, 4)), ("float32", (2, 3), (2, 3)), ("int8", (1, 2, 1, 3), (3, 2, 4, 3))])
+def test_broadcast_to(tmp_path, dtype, shape, to):
+    mb = ModelBuilder()
+    x = mb.input(list(shape), dtype, **q(dtype))
+    y = mb.tensor(list(to), dtype, **q(dtype))
+    mb.op("BROADCAST_TO", [x, mb.const(np.array(to, np.int32), "int32")], [y])
+    mb.output(y)
+    assert_matches_tflm(mb.build(), [rin(shape, dtype)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int32"])
+def test_fill(tmp_path, dtype):
+    mb = ModelBuilder()
+    v = mb.input([], dtype, **q(dtype))
+    y = mb.tensor([2, 3, 4], dtype, **q(dtype))
+    mb.op("FILL", [mb.const(np.array([2, 3, 4], np.int32), "int32"), v], [y])
+    mb.output(y)
+    # a constant value too, added to the run-time fill so the model has an input
+    c = mb.const(np.array(rin([], dtype, 1, seed=9)[0]), dtype, **q(dtype))
+    y2 = mb.tensor([5], dtype, **q(dtype))
+    mb.op("FILL", [mb.const(np.array([5], np.int32), "int32"), c], [y2])
+    mb.output(y2)
+    assert_matches_tflm(mb.build(), [rin([], dtype, 3)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int32", "int64"])
+def test_zeros_like(tmp_path, dtype):
+    mb = ModelBuilder()
+    x = mb.input([3, 5], dtype, **q(dtype))
+    y = mb.tensor([3, 5], dtype, **q(dtype))
+    mb.op("ZEROS_LIKE", [x], [y])
+    mb.output(y)
+    assert_matches_tflm(mb.build(), [rin([3, 5], dtype)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("shape,pads", [((3, 4), [[1, 1], [2, 1]]), ((1, 4, 5, 2), [[0, 0], [2, 2], [1, 3], [0, 0]]),
+                                        ((6,), [[0, 2]]), ((2, 3, 3), [[1, 0], [0, 0], [1, 2]])])
+def test_mirror_pad(tmp_path, dtype, mode, shape, pads):
+    if mode == 0 and any(max(p) > n - 1 for n, p in zip(shape, pads)):
+        pytest.skip("REFLECT needs pads below the size")
+    mb = ModelBuilder()
+    x = mb.input(list(shape), dtype, **q(dtype))
+    out = [n + a + b for n, (a, b) in zip(shape, pads)]
+    y = mb.tensor(out, dtype, **q(dtype))
+    mb.op("MIRROR_PAD", [x, mb.const(np.array(pads, np.int32), "int32")], [y], "MirrorPadOptions", mode=mode)
+    mb.output(y)
+    assert_matches_tflm(mb.build(), [rin(shape, dtype)], tmp_path)
