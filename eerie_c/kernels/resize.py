@@ -1,0 +1,177 @@
+"""RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR (NHWC, constant output size).
+
+Both follow TFLite's reference kernels, with every per-row / per-column quantity computed here
+at compile time:
+- nearest neighbour: the source row of output row y is min(floor((y + off) * scale), H - 1)
+  (round() instead of floor() with align_corners; max(0, .) with half_pixel_centers), with
+  scale = H_in / H_out (or (H_in - 1) / (H_out - 1) for align_corners) and the products taken
+  in float32 like the reference. It is a pure gather, so it becomes a _copyplan copy (per-dim
+  offset tables, memcpy of the channel runs). float32, int8, int16 (raw values: TFLM copies).
+- bilinear float32: per row y0, y1 and the fraction input_y - y0 (float32 math as the
+  reference, input_y = (y + 0.5) * scale - 0.5 with half_pixel_centers else y * scale), per
+  column likewise, then the four-term weighted sum in the reference's order.
+- bilinear int8: TFLM's integer-only path (ResizeBilinearInteger): scale in Q10
+  ((1024 * H_in + H_out / 2) / H_out, or the align_corners form), input_y in Q10, the four
+  products summed (they fit int32: |sum| < 2^30 for int8), then divided by 2^20 rounding half
+  away from zero. Raw values, no requantization (TFLM copies the quantization through).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit.c import c_float
+from ..errors import EerieError
+from . import Lowered, kernel
+from ._copyplan import copy_body, flat_index
+
+
+def _size(op, g, what):
+    if len(op.inputs) < 2 or op.inputs[1] is None or not g.t(op.inputs[1]).is_const:
+        raise EerieError(f"{what}: the size tensor must be constant")
+    v = [int(s) for s in np.asarray(g.t(op.inputs[1]).data).reshape(-1)]
+    if len(v) != 2 or min(v) < 1:
+        raise EerieError(f"{what}: size {v} must be two positive values")
+    return v
+
+
+def _common(op, g, what):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    if len(x.shape) != 4:
+        raise EerieError(f"{what}: needs a 4-D NHWC input, got {list(x.shape)}")
+    oh, ow = _size(op, g, what)
+    expect = [x.shape[0], oh, ow, x.shape[3]]
+    if list(y.shape) != expect or x.dtype != y.dtype:
+        raise EerieError(f"{what}: output {y.dtype}{list(y.shape)}, expected {x.dtype}{expect}")
+    ac = bool(op.attrs.get("align_corners", False))
+    hp = bool(op.attrs.get("half_pixel_centers", False))
+    return x, y, ac, hp
+
+
+def _f32_scale(n_in, n_out, align):
+    if align and n_out > 1:
+        return np.float32(n_in - 1) / np.float32(n_out - 1)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def _round_half_away(v: np.float32) -> int:
+    return int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+
+
+def nearest_index(n_in, n_out, align, half) -> list[int]:
+    scale = _f32_scale(n_in, n_out, align)
+    off = np.float32(0.5) if half else np.float32(0.0)
+    out = []
+    for i in range(n_out):
+        v = np.float32(np.float32(i) + off) * scale
+        k = _round_half_away(v) if align else int(np.floor(v))
+        k = min(k, n_in - 1)
+        if half:
+            k = max(0, k)
+        out.append(k)
+    return out
+
+
+@kernel("RESIZE_NEAREST_NEIGHBOR", dtypes=("float32", "int8", "int16"))
+def lower_resize_nearest(op, g, ctx):
+    what = f"RESIZE_NEAREST_NEIGHBOR (op {op.index})"
+    x, y, ac, hp = _common(op, g, what)
+    b, h, w, c = x.shape
+    rows = nearest_index(h, y.shape[1], ac, hp)
+    cols = nearest_index(w, y.shape[2], ac, hp)
+    idx = flat_index(x.shape)[:, rows][:, :, cols]
+    return Lowered(body=copy_body(idx, ctx, "in0", "out0", "nn"), inputs=[x.id], outputs=[y.id],
+                   comment=f"RESIZE_NEAREST_NEIGHBOR {op.name}".replace("*/", ""))
+
+
+def _bilinear_f32(n_in, n_out, align, half):
+    scale = _f32_scale(n_in, n_out, align)
+    lo, hi, frac = [], [], []
+    for i in range(n_out):
+        if half:
+            v = np.float32(np.float32(np.float32(i) + np.float32(0.5)) * scale) - np.float32(0.5)
+        else:
+            v = np.float32(np.float32(i) * scale)
+        v = np.float32(v)
+        a = max(int(np.floor(v)), 0)
+        lo.append(a)
+        hi.append(min(int(np.ceil(v)), n_in - 1))
+        frac.append(np.float32(v - np.float32(a)))
+    return lo, hi, frac
+
+
+def _c_div_trunc(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _bilinear_q10(n_in, n_out, align, half):
+    if align and n_out > 1:
+        s = _c_div_trunc(1024 * (n_in - 1) + (n_out - 1) // 2, n_out - 1)
+    else:
+        s = _c_div_trunc(1024 * n_in + n_out // 2, n_out)
+    lo, hi, frac = [], [], []
+    for i in range(n_out):
+        v = i * s + _c_div_trunc(s, 2) - 512 if half else i * s
+        a = max(_c_div_trunc(v, 1024), 0)
+        lo.append(a)
+        hi.append(min(_c_div_trunc(v + 1023, 1024), n_in - 1))
+        frac.append(v - 1024 * a)
+    return lo, hi, frac
+
+
+@kernel("RESIZE_BILINEAR", dtypes=("float32", "int8"))
+def lower_resize_bilinear(op, g, ctx):
+    what = f"RESIZE_BILINEAR (op {op.index})"
+    x, y, ac, hp = _common(op, g, what)
+    if ac and hp:
+        raise EerieError(f"{what}: align_corners and half_pixel_centers cannot both be set")
+    b, h, w, c = x.shape
+    oh, ow = y.shape[1], y.shape[2]
+    rs, cs, bs = w * c, c, h * w * c   # input strides of a row, a column, a batch
+    if x.dtype == "float32":
+        y0, y1, fy = _bilinear_f32(h, oh, ac, hp)
+        x0, x1, fx = _bilinear_f32(w, ow, ac, hp)
+        wtype, wname = "float", "f"
+        fy_a = np.array(fy, np.float32)
+        fx_a = np.array(fx, np.float32)
+    else:
+        y0, y1, fy = _bilinear_q10(h, oh, ac, hp)
+        x0, x1, fx = _bilinear_q10(w, ow, ac, hp)
+        wtype, wname = "int32_t", "q10"
+        fy_a = np.array(fy, np.int32)
+        fx_a = np.array(fx, np.int32)
+    itype = "int32_t"
+    ry0 = ctx.const(np.array(y0, np.int64) * rs, itype, "row0", "offset of the upper source row")
+    ry1 = ctx.const(np.array(y1, np.int64) * rs, itype, "row1", "offset of the lower source row")
+    cx0 = ctx.const(np.array(x0, np.int64) * cs, itype, "col0", "offset of the left source column")
+    cx1 = ctx.const(np.array(x1, np.int64) * cs, itype, "col1", "offset of the right source column")
+    ctype = "float" if x.dtype == "float32" else "int32_t"
+    wy = ctx.const(fy_a, ctype, f"wy_{wname}", "vertical weight of the lower row")
+    wx = ctx.const(fx_a, ctype, f"wx_{wname}", "horizontal weight of the right column")
+    lines = ["int n, i, j, k;", "int o = 0;",
+             f"for (n = 0; n < {b}; ++n) {{",
+             f"    const {x.ctype} *src = in0 + n * {bs};",
+             f"    for (i = 0; i < {oh}; ++i) {{",
+             f"        const {x.ctype} *top = src + {ry0}[i];",
+             f"        const {x.ctype} *bot = src + {ry1}[i];",
+             f"        const {wtype} dy = {wy}[i];",
+             f"        for (j = 0; j < {ow}; ++j) {{",
+             f"            const int32_t l = {cx0}[j];",
+             f"            const int32_t r = {cx1}[j];",
+             f"            const {wtype} dx = {wx}[j];",
+             f"            for (k = 0; k < {c}; ++k) {{"]
+    if x.dtype == "float32":
+        one = c_float(1.0)
+        lines += [f"                out0[o++] = top[l + k] * ({one} - dy) * ({one} - dx) + "
+                  f"bot[l + k] * dy * ({one} - dx) +",
+                  f"                            top[r + k] * ({one} - dy) * dx + bot[r + k] * dy * dx;"]
+    else:
+        lines += ["                /* Q10 weights: the four products sum to value * 2^20 */",
+                  "                const int32_t s = top[l + k] * (1024 - dy) * (1024 - dx) + "
+                  "bot[l + k] * dy * (1024 - dx) +",
+                  "                                  top[r + k] * (1024 - dy) * dx + bot[r + k] * dy * dx;",
+                  "                out0[o++] = (int8_t)((s + (s > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));"]
+    lines += ["            }", "        }", "    }", "}"]
+    return Lowered(body="\n".join(lines) + "\n", inputs=[x.id], outputs=[y.id],
+                   comment=f"RESIZE_BILINEAR {op.name} align_corners {int(ac)} half_pixel "
+                           f"{int(hp)}".replace("*/", ""))
