@@ -138,3 +138,101 @@ def lower_mirror_pad(op, g, ctx):
                    outputs=[y.id],
                    comment=f"MIRROR_PAD {op.name} {'SYMMETRIC' if symmetric else 'REFLECT'} "
                            f"{pairs}".replace("*/", ""))
+
+
+# L2_NORMALIZATION along the last dim. float32: x / max(sqrt(sum x^2), 1e-6), summing in order
+# like the reference. int8 (TFLM requires output scale 1/128, zero point 0): per row the
+# int32 sum of (x - zp_in)^2 goes through TFLite's GetInvSqrtQuantizedMultiplierExp -- a Q3
+# Newton-Raphson 1/sqrt with exactly gemmlowp's rounding, run at run time since it depends on
+# the data -- and each (x - zp_in) is scaled by the resulting multiplier with shift + 7
+# (output in 1/128 steps), clamped to int8. Rows whose sum is 0 or 1 use INT32_MAX, shift 0.
+_L2_S8 = """\
+int i, k, t;
+for (i = 0; i < {outer}; ++i) {{
+    const int8_t *x = in0 + i * {depth};
+    int8_t *y = out0 + i * {depth};
+    int32_t acc = 0;
+    int32_t inv = INT32_MAX;
+    int shift = 0;
+    for (k = 0; k < {depth}; ++k) {{
+        const int32_t d = x[k] - ({zp});
+        acc += d * d;
+    }}
+    if (acc > 1) {{
+        /* normalise acc into [2^27, 2^29) by an even shift, tracking the exponent */
+        int32_t v = acc;
+        int pairs;
+        int32_t half, xr;
+        shift = 11;
+        for (t = 0; t < 2; ++t) {{
+            if (v >= (1 << 29)) {{
+                v /= 4;
+                ++shift;
+            }}
+        }}
+        pairs = (eerie_clz32((uint32_t)v) - 1) / 2 - 1;
+        shift -= pairs;
+        v = (int32_t)((uint32_t)v << (2 * pairs));
+        /* Newton-Raphson for 1/sqrt in Q3.28: x <- 1.5 x - (v/2) x^3, five steps from 1 */
+        half = eerie_rounding_divide_by_pot(v >> 1, 1);
+        xr = 1 << 28;
+        for (t = 0; t < 5; ++t) {{
+            const int32_t x3 = eerie_sat_shift_left(eerie_sat_round_doubling_high_mul(
+                eerie_sat_round_doubling_high_mul(xr, xr), xr), 6);
+            xr = eerie_sat_shift_left(eerie_wsub(eerie_sat_round_doubling_high_mul(402653184, xr),
+                                                 eerie_sat_round_doubling_high_mul(half, x3)), 3);
+        }}
+        inv = eerie_sat_round_doubling_high_mul(xr, 1518500250);   /* times sqrt(2)/2 */
+        if (shift < 0) {{
+            inv = (int32_t)((uint32_t)inv << -shift);
+            shift = 0;
+        }}
+        shift = -shift;
+    }}
+    for (k = 0; k < {depth}; ++k) {{
+        int32_t q = eerie_requantize(x[k] - ({zp}), inv, shift + 7);
+        q = q < -128 ? -128 : q;
+        q = q > 127 ? 127 : q;
+        y[k] = (int8_t)q;
+    }}
+}}
+"""
+
+_L2_F32 = """\
+int i, k;
+for (i = 0; i < {outer}; ++i) {{
+    const float *x = in0 + i * {depth};
+    float *y = out0 + i * {depth};
+    float sq = 0.0f;
+    float norm;
+    for (k = 0; k < {depth}; ++k) {{
+        sq += x[k] * x[k];
+    }}
+    norm = sqrtf(sq);
+    norm = norm > 1e-6f ? norm : 1e-6f;
+    for (k = 0; k < {depth}; ++k) {{
+        y[k] = x[k] / norm;
+    }}
+}}
+"""
+
+
+@kernel("L2_NORMALIZATION", dtypes=("float32", "int8"))
+def lower_l2_normalization(op, g, ctx):
+    what = f"L2_NORMALIZATION (op {op.index})"
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    if list(x.shape) != list(y.shape) or x.dtype != y.dtype or not x.shape:
+        raise EerieError(f"{what}: output {y.dtype}{list(y.shape)} must match the input")
+    act = op.attrs.get("fused_activation_function", "NONE")
+    if act not in ("NONE", None):
+        raise EerieError(f"{what}: fused activation {act} is not supported (TFLM: NONE only)")
+    depth = int(x.shape[-1])
+    outer = int(np.prod(x.shape[:-1], dtype=np.int64))
+    if x.dtype == "float32":
+        return Lowered(body=_L2_F32.format(outer=outer, depth=depth), inputs=[x.id],
+                       outputs=[y.id])
+    if x.quant is None or y.quant is None or np.float32(y.scale) != np.float32(1 / 128) \
+            or y.zero_point != 0:
+        raise EerieError(f"{what}: int8 output must have scale 1/128 and zero point 0 (TFLM)")
+    body = _L2_S8.format(outer=outer, depth=depth, zp=x.zero_point)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "fixedpoint"})

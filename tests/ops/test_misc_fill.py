@@ -77,3 +77,22 @@ def test_mirror_pad(tmp_path, dtype, mode, shape, pads):
     mb.op("MIRROR_PAD", [x, mb.const(np.array(pads, np.int32), "int32")], [y], "MirrorPadOptions", mode=mode)
     mb.output(y)
     assert_matches_tflm(mb.build(), [rin(shape, dtype)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("shape", [(2, 5), (1, 3, 4, 16), (3, 1), (4, 200)])
+def test_l2_normalization(tmp_path, dtype, shape):
+    mb = ModelBuilder()
+    x = mb.input(list(shape), dtype, **q(dtype))
+    y = mb.tensor(list(shape), dtype, **(dict(scale=1 / 128, zero_point=0) if dtype == "int8" else {}))
+    mb.op("L2_NORMALIZATION", [x], [y], "L2NormOptions")
+    mb.output(y)
+    xs = rin(shape, dtype, 4)
+    if dtype == "int8":
+        xs[1] = Q["zero_point"]                 # a zero row: sum 0
+        xs[2] = Q["zero_point"]
+        xs[2, ..., 0] = Q["zero_point"] + 1     # sum 1
+        xs[3] = 127                             # the widest sums
+    else:
+        xs[1] = 0.0
+    assert_matches_tflm(mb.build(), [xs], tmp_path)
