@@ -116,13 +116,27 @@ def cmd_run(argv):
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 
-def cmd_ops(argv):
+def ops_table(markdown: bool = False) -> str:
+    """The supported op x dtype matrix, straight from the kernel registry."""
     from .kernels import load_all
     reg = load_all()
     dtypes = sorted({d for k in reg.values() for d in k.dtypes})
-    print("op".ljust(28) + " ".join(d.ljust(8) for d in dtypes))
-    for kind in sorted(reg):
-        print(kind.ljust(28) + " ".join(("yes" if d in reg[kind].dtypes else "-").ljust(8) for d in dtypes))
+    if markdown:
+        lines = ["| op | " + " | ".join(dtypes) + " |", "|---|" + "---|" * len(dtypes)]
+        lines += [f"| {kind} | " + " | ".join("yes" if d in reg[kind].dtypes else "" for d in dtypes) + " |"
+                  for kind in sorted(reg)]
+        return "\n".join(lines)
+    lines = ["op".ljust(28) + " ".join(d.ljust(8) for d in dtypes)]
+    lines += [kind.ljust(28) + " ".join(("yes" if d in reg[kind].dtypes else "-").ljust(8) for d in dtypes)
+              for kind in sorted(reg)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def cmd_ops(argv):
+    p = argparse.ArgumentParser(prog="eerie-c ops", description="Supported operators and dtypes.")
+    p.add_argument("--markdown", action="store_true", help="as a Markdown table (the README's)")
+    a = p.parse_args(argv)
+    print(ops_table(a.markdown))
 
 
 def cmd_boards(argv):
@@ -168,6 +182,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         _say("eerie-c: interrupted")
         return 130
+    except BrokenPipeError:   # `eerie-c ops | head`: the reader left, nothing to report
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except OSError as e:   # unreadable input, unwritable output directory, disk full
         _say(f"eerie-c: error: {e}")
         return 2
