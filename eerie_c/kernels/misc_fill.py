@@ -1,6 +1,6 @@
-"""BROADCAST_TO, FILL, ZEROS_LIKE and MIRROR_PAD.
+"""BROADCAST_TO, FILL, ZEROS_LIKE, MIRROR_PAD, L2_NORMALIZATION and LOG_SOFTMAX.
 
-All four are data movement or constant writes, planned at compile time:
+The first four are data movement or constant writes, planned at compile time:
 - BROADCAST_TO (every dtype TFLM takes: float32, int8, int16, int32, int64, uint8, bool):
   NumPy broadcasting of the input to the constant shape, as a _copyplan copy (broadcast dims
   are stride-0 loops, contiguous runs are memcpy).
@@ -11,6 +11,7 @@ All four are data movement or constant writes, planned at compile time:
 - MIRROR_PAD (float32, int8; REFLECT excludes the edge, SYMMETRIC repeats it): each output
   dim maps to an input index through a small per-dim table (or a plain loop where the dim is
   not padded), so the copy is one _copyplan gather.
+L2_NORMALIZATION (float32, int8) and LOG_SOFTMAX (float32 only so far) are described below.
 """
 from __future__ import annotations
 
@@ -236,3 +237,38 @@ def lower_l2_normalization(op, g, ctx):
         raise EerieError(f"{what}: int8 output must have scale 1/128 and zero point 0 (TFLM)")
     body = _L2_S8.format(outer=outer, depth=depth, zp=x.zero_point)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "fixedpoint"})
+
+
+# LOG_SOFTMAX along the last dim, float32 (int8 is not implemented yet): like the reference,
+# max of the row, sum of exp(x - max), then x - max - log(sum).
+_LOGSM_F32 = """\
+int i, k;
+for (i = 0; i < {outer}; ++i) {{
+    const float *x = in0 + i * {depth};
+    float *y = out0 + i * {depth};
+    float mx = x[0];
+    float sum = 0.0f;
+    float log_sum;
+    for (k = 1; k < {depth}; ++k) {{
+        mx = x[k] > mx ? x[k] : mx;
+    }}
+    for (k = 0; k < {depth}; ++k) {{
+        sum += expf(x[k] - mx);
+    }}
+    log_sum = logf(sum);
+    for (k = 0; k < {depth}; ++k) {{
+        y[k] = x[k] - mx - log_sum;
+    }}
+}}
+"""
+
+
+@kernel("LOG_SOFTMAX", dtypes=("float32",))
+def lower_log_softmax(op, g, ctx):
+    what = f"LOG_SOFTMAX (op {op.index})"
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    if list(x.shape) != list(y.shape) or x.dtype != y.dtype or not x.shape:
+        raise EerieError(f"{what}: output {y.dtype}{list(y.shape)} must match the input")
+    depth = int(x.shape[-1])
+    outer = int(np.prod(x.shape[:-1], dtype=np.int64))
+    return Lowered(body=_LOGSM_F32.format(outer=outer, depth=depth), inputs=[x.id], outputs=[y.id])

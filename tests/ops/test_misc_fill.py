@@ -96,3 +96,13 @@ def test_l2_normalization(tmp_path, dtype, shape):
     else:
         xs[1] = 0.0
     assert_matches_tflm(mb.build(), [xs], tmp_path)
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (1, 3, 4, 16), (3, 1)])
+def test_log_softmax_float(tmp_path, shape):
+    mb = ModelBuilder()
+    x = mb.input(list(shape), "float32")
+    y = mb.tensor(list(shape), "float32")
+    mb.op("LOG_SOFTMAX", [x], [y], "LogSoftmaxOptions")
+    mb.output(y)
+    assert_matches_tflm(mb.build(), [rin(shape, "float32", 3) * 4], tmp_path)
