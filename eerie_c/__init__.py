@@ -10,8 +10,9 @@ def compile(model, example_args=None, target=None, board=None, out_dir=None, nam
     return _compile(model, example_args, target=target, board=board, out_dir=out_dir, name=name, **options)
 
 
-def run(model, inputs, example_args=None, target=None, board=None, out_dir=None, name=None, timeout=None):
+def run(model, inputs, example_args=None, target=None, board=None, out_dir=None, name=None, timeout=None,
+        **options):
     """Compile, build and run; returns (outputs, report). Inputs are numpy arrays."""
     from .torch_api import run as _run
     return _run(model, inputs, example_args, target=target, board=board, out_dir=out_dir, name=name,
-                timeout=timeout)
+                timeout=timeout, **options)

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import EerieError
-from .frontend.torch import DEFAULT_MAX_ITERATIONS
+from .frontend.torch import DEFAULT_MAX_ITERATIONS, max_iterations_for
 
 
 def _is_path(model) -> bool:
@@ -48,7 +48,8 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
 
 
 def run(model, inputs, example_args=None, target: str | None = None, board=None, out_dir=None,
-        name: str | None = None, timeout: float | None = None):
+        name: str | None = None, timeout: float | None = None,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS):
     """Compile, build and run (host, or a board in QEMU); returns (outputs, report). An in-memory
     program is exported and saved as a .pt2 first, then run like a file."""
     from . import api
@@ -62,5 +63,6 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
     with tempfile.TemporaryDirectory(prefix="eerie-pt2-") as d:
         path = Path(d) / f"{name}.pt2"
         torch.export.save(ep, str(path))
-        return api.run_model(path, inputs, target=target, out_dir=out_dir, name=name, board=board,
-                             timeout=timeout)
+        with max_iterations_for(max_iterations):
+            return api.run_model(path, inputs, target=target, out_dir=out_dir, name=name,
+                                 board=board, timeout=timeout)

@@ -103,8 +103,21 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                 helpers.append(h)
     # Helpers may depend on others: keep the order requant first.
     helpers.sort(key=lambda h: (h != "requant", h))
-    functions, calls = [], []
+    functions, calls, declares = [], [], []
+    depth = 0
     for low in lowered:
+        if low.control is not None:
+            # Control flow: statements of NAME_invoke itself (if / else / bounded for).
+            before, lines, after = low.control
+            depth += before
+            lines = list(lines)
+            for k, tid in enumerate(low.inputs):
+                ptr = _ptr(plan, g, tid, True, name)
+                lines = [ln.replace(f"{{in{k}}}", ptr) for ln in lines]
+            calls.append({"raw": ["    " * depth + ln for ln in lines]})
+            depth += after
+            declares += [d for d in low.declares if d not in declares]
+            continue
         params = [f"const {g.t(tid).ctype} *in{k}" for k, tid in enumerate(low.inputs)]
         params += [f"{g.t(tid).ctype} *out{k}" for k, tid in enumerate(low.outputs)]
         args = [_ptr(plan, g, tid, True, name) for tid in low.inputs]
@@ -118,10 +131,11 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         functions.append({"name": low.fn_name, "params": ", ".join(params) or "void",
                           "body": low.body.rstrip("\n"), "comment": low.comment,
                           "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs})
-        calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index})
+        calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index,
+                      "indent": "    " * depth, "raw": None})
     ctx = {
         "version": __version__, "name": name, "NAME": name.upper(), "target": target,
-        "source": c_comment(source), "graph": g, "helpers": helpers, "functions": functions, "calls": calls,
+        "source": c_comment(source), "graph": g, "helpers": helpers, "functions": functions, "calls": calls, "declares": declares,
         "consts": [{"name": c.cname, "ctype": c.ctype, "size": int(np.asarray(c.data).size),
                     "data_text": c_array_items(c.data, c.ctype), "comment": c.comment} for c in consts],
         "arena_bytes": plan.arena_bytes, "arena_align": plan.align,

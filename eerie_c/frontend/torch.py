@@ -19,8 +19,10 @@ Nothing downstream knows the model came from PyTorch.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
+import threading
 from typing import Any
 
 import numpy as np
@@ -61,6 +63,20 @@ def export_program(model, example_args=None, dynamic_shapes=None):
                      f"ExportedProgram, or a .tflite / .pt2 path")
 
 
+_OPTIONS = threading.local()
+
+
+@contextlib.contextmanager
+def max_iterations_for(n: int):
+    """Loop bound for .pt2 files loaded inside this block (api.run_model loads by path)."""
+    prev = getattr(_OPTIONS, "max_iterations", None)
+    _OPTIONS.max_iterations = int(n)
+    try:
+        yield
+    finally:
+        _OPTIONS.max_iterations = prev
+
+
 def load_torch(model, example_args=None, name: str = "model",
                max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Graph:
     ep = export_program(model, example_args)
@@ -72,8 +88,11 @@ def load_torch(model, example_args=None, name: str = "model",
     return _Lowerer(ep, name, max_iterations).run()
 
 
-def load_pt2(path, name: str = "model", max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Graph:
-    """A program saved with torch.export.save."""
+def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Graph:
+    """A program saved with torch.export.save. max_iterations None: the bound set for this
+    thread by `max_iterations_for` (eerie_c.run), else DEFAULT_MAX_ITERATIONS."""
+    if max_iterations is None:
+        max_iterations = getattr(_OPTIONS, "max_iterations", None) or DEFAULT_MAX_ITERATIONS
     torch = _torch()
     import logging
     quiet = logging.getLogger("torch.export")   # it logs a traceback before raising on a bad file
@@ -101,7 +120,7 @@ def _ir_dtype(dt) -> str:
 
 def _np(t, dtype: str) -> np.ndarray:
     from ..ir import DTYPE_NP
-    return np.ascontiguousarray(t.detach().cpu().numpy().astype(DTYPE_NP[dtype]))
+    return np.array(t.detach().cpu().numpy(), dtype=DTYPE_NP[dtype], order="C")   # keeps 0-d
 
 
 class Act:
@@ -217,7 +236,7 @@ class _Lowerer:
         state = dict(ep.state_dict)
         consts = dict(getattr(ep, "constants", {}) or {})
         top = Graph(self.name, {}, [], [], [])
-        self.scope = top
+        self.scope = self.top = top
         env: dict[Any, Any] = {}
         user_inputs = list(sig.user_inputs)
         named = {}
@@ -648,6 +667,19 @@ for _name, _kind in [("eq", "EQUAL"), ("ne", "NOT_EQUAL"), ("lt", "LESS"), ("le"
     LOWERINGS[_name] = _compare(_kind)
 
 
+def _bitwise(kind):
+    def fn(L: _Lowerer, node, a, b):
+        if L.meta_dtype() != "bool":
+            raise EerieError(f"{node.name}: bitwise ops on integers are not supported (on bools they are)")
+        return _compare(kind)(L, node, a, b)
+    return fn
+
+
+LOWERINGS["bitwise_and"] = _bitwise("LOGICAL_AND")
+LOWERINGS["bitwise_or"] = _bitwise("LOGICAL_OR")
+LOWERINGS["bitwise_not"] = _unary("LOGICAL_NOT")
+
+
 @lowers("where")
 def _where(L, node, c, a, b):
     like = a if isinstance(a, Act) else b if isinstance(b, Act) else None
@@ -1008,3 +1040,22 @@ def _bn_arg(self, bn, i):
 
 
 _Lowerer._bn_arg = _bn_arg
+
+
+@lowers("max", "min")
+def _max_min(L, node, x, *rest, **kw):
+    is_max = node.target.__name__.startswith("max")
+    overload = node.target.__name__.split(".")[-1]
+    if overload == "other":          # elementwise max(x, y)
+        return _binary("MAXIMUM" if is_max else "MINIMUM")(L, node, x, rest[0])
+    x = L.ensure_act(x, node.name)
+    kind = "REDUCE_MAX" if is_max else "REDUCE_MIN"
+    if overload == "default":       # over everything, a 0-d result
+        axes, keep = list(range(len(L.t(x).shape))), False
+    else:                            # max.dim: (values, indices); only values are supported
+        axes, keep = [rest[0] % len(L.t(x).shape)], bool(rest[1]) if len(rest) > 1 else False
+        if len(node.users) and any(u.args[1] != 0 for u in node.users):
+            raise EerieError(f"{node.name}: the indices of max/min along a dim are not supported")
+    y = L.op(kind, [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
+             L.t(x).dtype, {"keep_dims": keep})
+    return y if overload == "default" else (y, None)

@@ -40,6 +40,12 @@ def verify_graph(g: Graph, stage: str) -> Graph:
         for tid in op.outputs:
             if tid not in g.tensors:
                 bug(f"{where} writes unknown tensor {tid}")
+            if op.attrs.get("rewrites"):
+                # A control-flow copy (else branch, loop-carried value) writes a tensor that
+                # an earlier copy defined.
+                if tid not in defined or g.tensors[tid].is_const:
+                    bug(f"{where} rewrites {tid}, which is not an earlier defined activation")
+                continue
             if tid in defined:
                 bug(f"{where} writes {tid}, which is already defined or constant")
             defined.add(tid)

@@ -44,6 +44,11 @@ class Lowered:
     fn_name: str = ""                          # filled in by the lowering driver
     op: Op | None = None
     const_bytes: int = 0                       # flash bytes of the constants it added (driver)
+    # Control flow (IF / WHILE markers): no function; the emitter writes these statements
+    # into NAME_invoke itself. (depth change before, lines with {in0}.. for input pointers,
+    # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
+    control: tuple[int, list[str], int] | None = None
+    declares: list[str] = field(default_factory=list)
 
 
 @dataclass

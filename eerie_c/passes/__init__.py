@@ -2,9 +2,11 @@
 from ..ir import Graph, verify_graph
 from .alias_reshape import alias_reshapes
 from .cancel_transposes import cancel_transposes
+from .control_flow import linearize_control_flow
 from .fold_constants import fold_constant_reshapes
 
-PIPELINE = [fold_constant_reshapes, cancel_transposes, alias_reshapes]
+PIPELINE = [cancel_transposes, linearize_control_flow, fold_constant_reshapes, cancel_transposes,
+            alias_reshapes]
 
 
 def run_passes(g: Graph) -> Graph:

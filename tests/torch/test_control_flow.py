@@ -1,0 +1,102 @@
+"""torch.cond -> C if/else, torch.while_loop -> bounded C loop, nested; compared with eager for
+inputs that take every branch; a loop that exceeds max_iterations makes NAME_invoke fail."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import eerie_c  # noqa: E402
+
+
+def compare(m, xs, example, **kw):
+    got, report = eerie_c.run(m, xs, example, **kw)
+    n = xs[0].shape[0]
+    with torch.no_grad():
+        refs = [m(*[torch.tensor(x[i]) for x in xs]) for i in range(n)]
+    refs = [r if isinstance(r, tuple) else (r,) for r in refs]
+    for k, g in enumerate(got):
+        r = np.stack([ref[k].numpy() for ref in refs])
+        assert g.shape == r.shape
+        assert np.abs(g - r).max() <= 1e-5 * max(1.0, np.abs(r).max())
+    return got, report
+
+
+class CondActivation(nn.Module):
+    def forward(self, x):
+        return torch.cond(x.mean() > 0, lambda x: torch.relu(x), lambda x: torch.sigmoid(x), (x,))
+
+
+class Newton(nn.Module):
+    def forward(self, x):
+        def cond(x, d, n):
+            return (d.abs().max() > 1e-6) & (n < 100)
+
+        def body(x, d, n):
+            nd = -0.1 * x
+            return x + nd, nd, n + 1
+        return torch.while_loop(cond, body, (x, torch.ones_like(x), torch.zeros(())))
+
+
+class EarlyExit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 4)
+        self.b = nn.Linear(8, 16)
+        self.c = nn.Linear(16, 4)
+
+    def forward(self, x):
+        p = torch.softmax(self.a(x), -1)
+        return torch.cond(p.max() > 0.5, lambda x, p: p.clone(),
+                          lambda x, p: torch.softmax(self.c(torch.relu(self.b(x))), -1), (x, p))
+
+
+class CondInWhile(nn.Module):
+    def forward(self, x):
+        def cond(x, n):
+            return n < 6
+
+        def body(x, n):
+            y = torch.cond(x.sum() > 0, lambda x: x * 0.5 - 1, lambda x: x + 2, (x,))
+            return y, n + 1
+        return torch.while_loop(cond, body, (x, torch.zeros(())))
+
+
+def test_cond_takes_both_branches():
+    xs = np.stack([np.random.default_rng(s).standard_normal(6).astype(np.float32) + off
+                   for s, off in enumerate((-2, 2, -1, 1))])
+    compare(CondActivation(), [xs], (torch.randn(6),))
+
+
+def test_newton_loop_both_exits():
+    # Tiny inputs converge in a few steps; large ones stop at the 100-step limit.
+    xs = np.stack([np.full(4, s, np.float32) * np.arange(1, 5, dtype=np.float32) for s in (1e-8, 1.0, 100.0)])
+    got, _ = compare(Newton(), [xs], (torch.randn(4),))
+    assert got[2].tolist()[2] == 100.0 and got[2].tolist()[0] < 100.0
+
+
+def test_loop_over_its_maximum_fails_at_run_time():
+    xs = np.full((1, 4), 100.0, np.float32)
+    with pytest.raises(eerie_c.EerieError, match="failed to run"):
+        eerie_c.run(Newton(), [xs], (torch.randn(4),), max_iterations=50)
+
+
+def test_early_exit_classifier():
+    torch.manual_seed(3)
+    m = EarlyExit().eval()
+    xs = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32) * 3
+    with torch.no_grad():
+        taken = {bool(torch.softmax(m.a(torch.tensor(x)), -1).max() > 0.5) for x in xs}
+    assert taken == {True, False}
+    compare(m, [xs], (torch.randn(8),))
+
+
+def test_cond_nested_in_while():
+    xs = np.stack([np.full(3, v, np.float32) for v in (-5.0, 0.5, 7.0)])
+    compare(CondInWhile(), [xs], (torch.randn(3),))
+
+
+def test_loop_c_has_a_bounded_for():
+    res = eerie_c.compile(Newton(), (torch.randn(4),), max_iterations=77)
+    c = res.files["newton.c"]
+    assert "trip0 < 78" in c and "return 1;" in c and "while (" not in c
