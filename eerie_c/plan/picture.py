@@ -11,7 +11,10 @@ from .arena import Plan
 def _layer_of(g: Graph, tid: str) -> str:
     for op in g.ops:
         if tid in op.outputs:
-            return op.name.split(";")[0].split("/")[-2 if op.name.count("/") else -1][:28] or op.kind
+            # "model/layer/Relu;..." -> "layer": the most specific scope name.
+            parts = [p for p in op.name.split(";")[0].split("/") if p]
+            label = parts[-2] if len(parts) >= 2 else (parts[0] if parts else "")
+            return label[:28] or op.kind
     return g.t(tid).label[:28] or tid
 
 
