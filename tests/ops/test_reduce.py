@@ -31,7 +31,7 @@ AXES = [((2, 3, 4), [1], False), ((2, 3, 4), [0, 2], True), ((2, 5, 3, 4), [-1, 
 
 @pytest.mark.parametrize("kind", ["REDUCE_MAX", "REDUCE_MIN"])
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
-@pytest.mark.parametrize("case", AXES[:4])
+@pytest.mark.parametrize("case", AXES[1:4])
 def test_reduce_minmax(tmp_path, kind, dtype, case):
     shape, axes, keep = case
     assert_matches_tflm(reduce_model(kind, dtype, shape, axes, keep), [random_inputs(shape, dtype, 2)],
@@ -45,8 +45,8 @@ def test_reduce_max_float_all_negative_infinity(tmp_path):
     assert_matches_tflm(reduce_model("REDUCE_MAX", "float32", (2, 3), [1], False), [xs], tmp_path)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "float32"])
-@pytest.mark.parametrize("case", AXES)
+@pytest.mark.parametrize("dtype,case", [(d, c) for c in AXES for d in ("int8", "float32")] +
+                         [("int16", c) for c in AXES[1:4]])
 def test_sum(tmp_path, dtype, case):
     shape, axes, keep = case
     assert_matches_tflm(reduce_model("SUM", dtype, shape, axes, keep, QOUT.get(dtype)),
@@ -76,7 +76,7 @@ def arg_model(kind, dtype, shape, axis):
 
 @pytest.mark.parametrize("kind", ["ARG_MAX", "ARG_MIN"])
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
-@pytest.mark.parametrize("shape,axis", [((2, 3, 4), 1), ((2, 3, 4), -1), ((5, 7), 0), ((3, 1, 2), 1)])
+@pytest.mark.parametrize("shape,axis", [((2, 3, 4), 1), ((5, 7), -2), ((3, 1, 2), 1)])
 def test_arg(tmp_path, kind, dtype, shape, axis):
     xs = random_inputs(shape, dtype, 3)
     if dtype == "int8":
