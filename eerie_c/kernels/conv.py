@@ -18,7 +18,8 @@ import numpy as np
 
 from ..emit import render
 from ..errors import EerieError
-from . import Lowered, kernel
+from . import Lowered, c_comment, kernel
+from ._dsp import acc_bound, fast_requant_consts, has_dsp, pad_to, round_up
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
 
@@ -132,12 +133,15 @@ def conv_operands(op, g, what: str):
     return x, w, b, y
 
 
-def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str) -> dict:
+def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
+                      pad_to_channels: int | None = None) -> dict:
     if w.quant.per_channel and len(w.quant.scale) != channels:
         raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {channels} output channels")
     mult, shift = per_channel_multipliers(x, w, y, channels)
     per_channel = w.quant.per_channel
     act_min, act_max = activation_range_int(act, y)
+    if pad_to_channels and per_channel:
+        mult, shift = pad_to(mult, (pad_to_channels,)), pad_to(shift, (pad_to_channels,))
     return dict(
         per_channel=per_channel,
         mult=ctx.const(mult, "int32_t", "multiplier") if per_channel else int(mult[0]),
@@ -150,6 +154,35 @@ def folded_bias(bias: np.ndarray, wsum: np.ndarray, in_off: int, what: str) -> n
     if folded.min(initial=0) < -2**31 or folded.max(initial=0) >= 2**31:
         raise EerieError(f"{what}: bias with the input zero point folded in overflows int32")
     return folded.astype(np.int32)
+
+
+def int8_conv_vars(ctx, x, w, b, y, win, act, what, out_c, k) -> dict:
+    """Constants of an int8 CONV_2D: weights as [ocp][kp] rows, bias with the input zero point
+    folded in (used everywhere: taps outside the image read the zero point, which it cancels),
+    requantization. With the DSP extension, rows are zero-padded to kp = K rounded up to 4 and
+    to an even count (ocp), and interleaved in pairs per 4 taps, for the 2x2 SMLAD blocks;
+    both variants share these constants."""
+    in_off = -x.zero_point
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    wflat = w.data.reshape(out_c, k)
+    fbias = folded_bias(bias, wflat.astype(np.int64).sum(axis=1), in_off, what)
+    dsp = has_dsp(ctx.target)
+    kp, ocp = (round_up(k, 4), round_up(out_c, 2)) if dsp else (k, out_c)
+    v = dict(dsp=dsp, kp=kp, kstride=kp, ocp=ocp, in_off=in_off, zp_in=x.zero_point)
+    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
+    wdata = pad_to(wflat, (ocp, kp))
+    if dsp:   # pairs of rows interleaved per 4 taps: [ocp/2][kp/4][2 rows][4 taps]
+        wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
+    v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label) + (
+        f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else ""))
+    v["fbias"] = ctx.const(pad_to(fbias, (ocp,)), "int32_t", "bias_folded",
+                           "bias with the input zero point folded in")
+    bound = acc_bound(fbias, np.abs(wflat.astype(np.int64)).sum(axis=1))
+    mult, shift = per_channel_multipliers(x, w, y, out_c)
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound, v["per_channel"], ocp) if dsp else None
+    v["fast"] = fast is not None
+    v.update(fast or {})
+    return v
 
 
 @kernel("CONV_2D", dtypes=("int8", "float32"))
@@ -167,25 +200,21 @@ def lower_conv2d(op, g, ctx):
         raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
     win = window(op, in_h, in_w, kh, kw, y.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
-    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win,
-             weights=ctx.tensor_const(w, "weights"))
+    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win)
+    scratch = 0
     if x.dtype == "float32":
+        v["weights"] = ctx.tensor_const(w, "weights")
         v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = set()
     else:
-        in_off = -x.zero_point
-        bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
-        if win.has_interior:
-            wsum = w.data.astype(np.int64).reshape(out_c, -1).sum(axis=1)
-            v["fbias"] = ctx.const(folded_bias(bias, wsum, in_off, what), "int32_t", "bias_folded",
-                                   "bias with the input zero point folded in (interior)")
-        if win.has_border:
-            v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
-        v["in_off"] = in_off
-        v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+        v.update(int8_conv_vars(ctx, x, w, b, y, win, act, what, out_c, kh * kw * in_c))
+        v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)
-        helpers = {"requant"}
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
+        helpers = {"requant", "dsp"} if v["dsp"] else {"requant"}
+        if v["dsp"]:
+            # two columns of kp int16, plus the im2col bytes of one window
+            scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c)
