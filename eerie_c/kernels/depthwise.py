@@ -13,8 +13,33 @@ import numpy as np
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, kernel
-from ._quant import activation_range_float
+from ._dsp import acc_bound, fast_requant_consts, has_dsp
+from ._quant import activation_range_float, per_channel_multipliers
 from .conv import conv_operands, folded_bias, int8_requant_vars, op_what, window
+
+
+def dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, per_channel) -> dict:
+    """Constants of the DSP variant: weights sign-extended per 4 channels and tap as words
+    (w_c, w_c+2), (w_c+1, w_c+3); tap offsets; the zero-point word; fast requantization."""
+    taps = [(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
+            for ky in range(win.kh) for kx in range(win.kw)]
+    t = wk.astype(np.int64).reshape(len(taps), in_c // 4, 4)      # [tap][group][4 channels]
+    half = lambda v: v & 0xFFFF                                     # noqa: E731
+    lo = half(t[..., 0]) | (half(t[..., 2]) << 16)
+    hi = half(t[..., 1]) | (half(t[..., 3]) << 16)
+    words = np.stack([lo, hi], axis=-1).transpose(1, 0, 2)         # [group][tap][2]
+    words = words.astype(np.uint32).view(np.int32)
+    zp = x.zero_point & 0xFF
+    zpw = int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0])
+    v = dict(taps=taps, zpw=zpw,
+             wexp=ctx.const(words, "int32_t", "weights_dsp",
+                            "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap"))
+    bound = acc_bound(fb, np.abs(wk.astype(np.int64)).sum(axis=0))
+    mult, shift = per_channel_multipliers(x, w, y, in_c)
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound, per_channel, in_c)
+    v["fast"] = fast is not None
+    v.update(fast or {})
+    return v
 
 
 @kernel("DEPTHWISE_CONV_2D", dtypes=("int8", "float32"))
@@ -49,15 +74,25 @@ def lower_depthwise_conv2d(op, g, ctx):
     else:
         in_off = -x.zero_point
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
-        if win.has_interior:
-            wsum = w.data.astype(np.int64).reshape(-1, out_c).sum(axis=0)
-            v["fbias"] = ctx.const(folded_bias(bias, wsum, in_off, what), "int32_t", "bias_folded",
-                                   "bias with the input zero point folded in (interior)")
+        wk = w.data.reshape(kh * kw, out_c)
+        dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
+        fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what) \
+            if (win.has_interior or dsp) else None
+        if fb is not None:
+            v["fbias"] = ctx.const(fb, "int32_t", "bias_folded",
+                                   "bias with the input zero point folded in")
         if win.has_border:
             v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
         v["in_off"] = in_off
         v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+        v["dsp"] = dsp
+        v["fast"] = False
+        if dsp:
+            v.update(dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, v["per_channel"]))
+            # each variant references the other's constants once, so neither build warns
+            v["generic_only"] = [v["weights"]] + ([v["bias"]] if v.get("bias") else [])
+            v["dsp_only"] = [] if win.has_interior else [v["fbias"]]
         body = render("kernels/depthwise_s8.c.j2", **v)
-        helpers = {"requant"}
+        helpers = {"requant", "dsp"} if dsp else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw)

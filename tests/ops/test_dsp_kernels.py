@@ -25,14 +25,14 @@ from tflite_builder import ACT, PAD, ModelBuilder
 from test_conv import conv_model
 
 
-def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: bool = True
-                     ) -> list[np.ndarray]:
+def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: bool = True,
+                     need_dsp: bool = True) -> list[np.ndarray]:
     """Compile for cortex-m4, build on the host with the DSP variant emulated (or, with
     emulate=False, its portable branch, which reads the DSP variant's weight layout), run."""
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     res = compile_model(src, target="cortex-m4", name="m")
-    assert "EERIE_DSP" in res.files["m.c"], "no DSP variant was generated"
+    assert ("EERIE_DSP)" in res.files["m.c"]) == need_dsp, "DSP variant generated or not as expected"
     work = tmp_path / "build"
     work.mkdir()
     for f, text in res.files.items():
@@ -64,10 +64,10 @@ def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: 
     return [np.stack(o) for o in outs]
 
 
-def check_emulated(tmp_path, model: bytes, shape, n=3, seed=1, emulate=True):
+def check_emulated(tmp_path, model: bytes, shape, n=3, seed=1, emulate=True, need_dsp=True):
     xs = [random_inputs(list(shape), "int8", n, seed=seed)]
     ref = tflm_run(model, xs)
-    got = emulated_dsp_run(model, xs, tmp_path, emulate)
+    got = emulated_dsp_run(model, xs, tmp_path, emulate, need_dsp)
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
 
@@ -140,6 +140,44 @@ def test_fast_requant_conditions():
     assert fast_requant_ok(np.array([1 << 30]), np.array([-1]), np.array([(1 << 30) - 1]))
     assert not fast_requant_ok(np.array([1 << 30]), np.array([0]), np.array([10]))
     assert not fast_requant_ok(np.array([1 << 30]), np.array([-3]), np.array([1 << 30]))
+
+
+DW_GEOMETRIES = [
+    # in_shape, depth multiplier, kernel, stride, padding, dilation
+    ((1, 7, 9, 8), 1, (3, 3), (1, 1), "SAME", (1, 1)),
+    ((1, 7, 9, 4), 1, (3, 3), (2, 2), "SAME", (1, 1)),
+    ((1, 8, 9, 12), 1, (3, 3), (2, 2), "VALID", (1, 1)),
+    ((1, 7, 9, 4), 1, (2, 4), (1, 1), "SAME", (1, 1)),
+    ((1, 10, 11, 4), 1, (3, 3), (1, 1), "SAME", (2, 2)),
+    ((1, 3, 3, 8), 1, (5, 5), (1, 1), "SAME", (1, 1)),     # no interior at all
+    ((1, 6, 6, 8), 1, (3, 3), (1, 1), "VALID", (1, 1)),    # no border at all
+    ((2, 5, 4, 16), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # batches
+    ((1, 5, 5, 6), 1, (3, 3), (1, 1), "SAME", (1, 1)),     # channels % 4 != 0: portable only
+    ((1, 5, 5, 4), 2, (3, 3), (1, 1), "SAME", (1, 1)),     # multiplier 2: portable only
+]
+
+
+def _dw_id(g):
+    return f"{g[0]}-m{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}"
+
+
+@pytest.mark.parametrize("emulate", [True, False], ids=["dsp", "portable"])
+@pytest.mark.parametrize("geom", DW_GEOMETRIES, ids=_dw_id)
+def test_depthwise_dsp_emulated(tmp_path, geom, emulate):
+    from test_depthwise import dw_model
+    in_shape, mult, k, stride, padding, dil = geom
+    model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
+    check_emulated(tmp_path, model, in_shape, emulate=emulate, need_dsp=geom[1] == 1 and in_shape[3] % 4 == 0)
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU"])
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("in_zp", [-128, 0, 37])
+def test_depthwise_dsp_emulated_quant(tmp_path, act, per_channel, in_zp):
+    from test_depthwise import dw_model
+    model = dw_model("int8", (1, 5, 6, 8), 1, (3, 3), (1, 1), "SAME", act=act,
+                     per_channel=per_channel, in_zp=in_zp, bias=in_zp != 0)
+    check_emulated(tmp_path, model, (1, 5, 6, 8))
 
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
