@@ -16,3 +16,10 @@ def run(model, inputs, example_args=None, target=None, board=None, out_dir=None,
     from .torch_api import run as _run
     return _run(model, inputs, example_args, target=target, board=board, out_dir=out_dir, name=name,
                 timeout=timeout, **options)
+
+
+def check(module, example_args=None, **options):
+    """Can this PyTorch program be compiled? Returns a torch_check.CheckResult: `.ok`, `.text()`
+    (each graph break / export failure / unsupported op with file:line and the fix), `.findings`."""
+    from .torch_check import check as _check
+    return _check(module, example_args, **options)

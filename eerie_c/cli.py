@@ -22,6 +22,7 @@ examples:
                                                      run in QEMU; prints instructions, flash, RAM, stack
   eerie-c ops                                        list supported operators and dtypes
   eerie-c boards                                     list boards (CPU, flash, RAM, QEMU machine)
+  eerie-c check model.py:Net --shape 1,3,32,32      can this PyTorch program be compiled? (exit 0 / 1)
 """
 
 
@@ -151,7 +152,30 @@ def cmd_boards(argv):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
-COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards}
+def cmd_check(argv) -> int:
+    p = argparse.ArgumentParser(
+        prog="eerie-c check",
+        description="Traceability report for a PyTorch program: every graph break, export failure and "
+                    "op eerie-c cannot lower, with file:line and the rewrite that fixes it. Exit status "
+                    "0 when the program exports in one graph and compiles, 1 when it does not, 2 when "
+                    "the check itself cannot run (no such file or name, no example inputs).")
+    p.add_argument("target", metavar="FILE.py:NAME",
+                   help="NAME: an nn.Module class (built with no arguments) or a function returning "
+                        "(module, example_args[, dynamic_shapes])")
+    p.add_argument("--shape", action="append", default=[],
+                   help="example input shape, e.g. 1,3,32,32 (once per input; random float32 values); "
+                        "default: the class's or the file's `example_args`")
+    p.add_argument("--max-iterations", type=int, default=None, help="loop bound (default 1000)")
+    a = p.parse_args(argv)
+    from .torch_check import check, load_target
+    module, args, dyn = load_target(a.target, a.shape)
+    res = check(module, args, dynamic_shapes=dyn, max_iterations=a.max_iterations,
+                name=a.target.rsplit(":", 1)[1])
+    print(res.text())
+    return res.exit_code
+
+
+COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards, "check": cmd_check}
 
 
 def _verbosity(argv: list[str]) -> list[str]:
@@ -172,9 +196,8 @@ def main(argv=None) -> int:
     argv = _verbosity(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in COMMANDS:
-            COMMANDS[argv[0]](argv[1:])
-        else:
-            cmd_compile(argv)
+            return COMMANDS[argv[0]](argv[1:]) or 0
+        cmd_compile(argv)
         return 0
     except EerieError as e:
         _say(f"eerie-c: error: {e}")
