@@ -12,6 +12,9 @@ and without broadcasting:
 - MUL: (in1 - zp1) * (in2 - zp2) scaled by in1_scale * in2_scale / out_scale.
 All multipliers are derived here in double precision from the float32 scales, as TFLM does.
 An operand that stays fixed along the innermost loop is prepared once, outside it.
+
+int32 (no quantization; loop counters of torch.while_loop) wraps on overflow like TFLM, which
+applies the fused activation to SUB and MUL but ignores it for ADD (checked against TFLM).
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from . import Lowered, kernel
 from ._quant import activation_range_float, activation_range_int, quantize_multiplier
 
 ADD_LEFT_SHIFT = 20   # TFLM's headroom for int8 ADD/SUB
+INT32_ACT = {"NONE": ("(-2147483647 - 1)", "2147483647"), "RELU": ("0", "2147483647"),
+             "RELU6": ("0", "6"), "RELU_N1_TO_1": ("-1", "1")}
 
 
 def _contiguous_strides(shape):
@@ -124,6 +129,13 @@ def _lower_binary(op, g, ctx):
         lo, hi = activation_range_float(act)
         body = render("kernels/binary_f32.c.j2", p=plan, sym=sym, act_min=lo, act_max=hi)
         return Lowered(body=body, inputs=inputs, outputs=[y.id])
+    if y.dtype == "int32":
+        if a.quant is not None or b.quant is not None or y.quant is not None:
+            raise EerieError(f"{kind} {op.name!r}: quantized int32 tensors are not supported")
+        lo, hi = INT32_ACT[act]
+        body = render("kernels/binary_s32.c.j2", p=plan, sym=sym, act_min=lo, act_max=hi,
+                      clamp=kind != "ADD" and act != "NONE")
+        return Lowered(body=body, inputs=inputs, outputs=[y.id])
 
     if a.quant is None or b.quant is None or y.quant is None:
         raise EerieError(f"{kind} {op.name!r}: int8 tensors without quantization parameters")
@@ -145,4 +157,4 @@ def _lower_binary(op, g, ctx):
 
 
 for _kind in ("ADD", "SUB", "MUL"):
-    kernel(_kind, dtypes=("int8", "float32"))(_lower_binary)
+    kernel(_kind, dtypes=("int8", "float32", "int32"))(_lower_binary)

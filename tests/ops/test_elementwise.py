@@ -118,3 +118,22 @@ def test_int8_all_value_pairs(tmp_path):
     for kind in KINDS:
         model = binary_model(kind, "int8", [256, 256], [256, 256], [256, 256])
         assert_matches_tflm(model, [a, b], tmp_path)
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_int32(tmp_path, kind, act):
+    # TFLM wraps on overflow and ignores the fused activation of int32 ADD (SUB/MUL clamp)
+    rng = np.random.default_rng(3)
+    edge = np.array([2 ** 31 - 1, -2 ** 31, 2 ** 30, -2 ** 20, 65536, 65537, -1, 0, 1, 7], np.int32)
+    a = np.stack([edge, rng.integers(-2 ** 31, 2 ** 31, 10), rng.integers(-9, 9, 10)]).astype(np.int32)
+    b = np.stack([edge[::-1], rng.integers(-2 ** 31, 2 ** 31, 10), rng.integers(-9, 9, 10)]).astype(np.int32)
+    got, _ = assert_matches_tflm(binary_model(kind, "int32", [2, 5], [2, 5], [2, 5], act=act),
+                                 [a.reshape(3, 2, 5), b.reshape(3, 2, 5)], tmp_path)
+    # broadcasting, and a constant operand
+    assert_matches_tflm(binary_model(kind, "int32", [2, 3, 4], [4], [2, 3, 4], act=act),
+                        [rng.integers(-50, 50, (2, 2, 3, 4)).astype(np.int32),
+                         rng.integers(-50, 50, (2, 4)).astype(np.int32)], tmp_path)
+    assert_matches_tflm(binary_model(kind, "int32", [3, 4], [3, 1], [3, 4], act=act,
+                                     const_b=np.array([1, -2, 3], np.int32)),
+                        [rng.integers(-50, 50, (2, 3, 4)).astype(np.int32)], tmp_path)
