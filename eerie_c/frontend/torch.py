@@ -1059,3 +1059,33 @@ def _max_min(L, node, x, *rest, **kw):
     y = L.op(kind, [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
              L.t(x).dtype, {"keep_dims": keep})
     return y if overload == "default" else (y, None)
+
+
+@lowers("index_select")
+def _index_select(L, node, x, dim, index):
+    """GATHER along `dim`; a constant index table is a compile-time copy, a computed one (a
+    loop counter) is read and bounds-checked at run time."""
+    x = L.ensure_act(x, node.name)
+    rank = len(L.t(x).shape)
+    idx = index if isinstance(index, Act) else L.const(index, "int32", "indices")
+    if isinstance(index, Act) and L.t(index).dtype != "int32":
+        raise EerieError(f"{node.name}: index_select needs integer indices")
+    return L.op("GATHER", [x, idx], L.meta_shape(), L.t(x).dtype, {"axis": dim % rank, "batch_dims": 0})
+
+
+@lowers("index")
+def _index(L, node, x, indices):
+    """x[i] with one integer index tensor (on any one dim, the others `:`): GATHER. Boolean
+    masks give value-dependent shapes, which eerie-c cannot compile."""
+    x = L.ensure_act(x, node.name)
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        raise EerieError(f"{node.name}: indexing with {len(used)} index tensors is not supported "
+                         f"(one integer index tensor is)")
+    dim, idx = used[0]
+    dt = L.t(idx).dtype if isinstance(idx, Act) else _ir_dtype(idx.dtype)
+    if dt == "bool":
+        raise EerieError(f"{node.name}: boolean-mask indexing gives a value-dependent shape")
+    if not isinstance(idx, Act):
+        idx = L.const(idx, "int32", "indices")
+    return L.op("GATHER", [x, idx], L.meta_shape(), L.t(x).dtype, {"axis": dim, "batch_dims": 0})
