@@ -1,0 +1,67 @@
+"""PyTorch programs on a Cortex-M4 board in QEMU (mps2-an386): a CNN with batch norm and the
+control-flow models (torch.cond both branches, torch.while_loop both exits, an RNN cell
+iterated with an int32 counter, cond nested in a loop) match eager PyTorch within 1e-5."""
+import shutil
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import eerie_c  # noqa: E402
+from test_control_flow import CondActivation, CondInWhile, Newton  # noqa: E402
+from test_rnn_loop import RNNLoop  # noqa: E402
+from test_torch_models import SmallCNN, randomize_bn  # noqa: E402
+
+BOARD = "mps2-an386"
+TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def board_tools():
+    """Like tests/boards: fail (never skip) without the cross toolchain and QEMU."""
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"board tests need {', '.join(missing)} on PATH (.ci/setup installs them)")
+
+
+def on_board(m, xs, example):
+    """Run on the board (a batch of inputs in one QEMU boot); compare every output with eager."""
+    m = m.eval()
+    got, report = eerie_c.run(m, [xs], example, board=BOARD)
+    assert report["board"] == BOARD and report["instructions"] > 0
+    with torch.no_grad():
+        refs = [m(torch.tensor(x)) for x in xs]
+    refs = [r if isinstance(r, tuple) else (r,) for r in refs]
+    for k, g in enumerate(got):
+        r = np.stack([ref[k].numpy() for ref in refs])
+        assert g.shape == r.shape
+        assert np.abs(g.astype(np.float64) - r).max() <= 1e-5 * max(1.0, float(np.abs(r).max()))
+    return got
+
+
+def test_cnn_with_batch_norm():
+    torch.manual_seed(0)
+    xs = np.random.default_rng(0).standard_normal((2, 1, 3, 16, 16)).astype(np.float32)
+    on_board(randomize_bn(SmallCNN()), xs, (torch.randn(1, 3, 16, 16),))
+
+
+def test_cond_both_branches():
+    xs = np.stack([np.random.default_rng(s).standard_normal(6).astype(np.float32) + off
+                   for s, off in enumerate((-2, 2))])
+    got = on_board(CondActivation(), xs, (torch.randn(6),))
+    assert (got[0][0] > 0).all() and np.abs(got[0][1] - np.maximum(xs[1], 0)).max() == 0
+
+
+def test_while_loop_both_exits():
+    xs = np.stack([np.full(4, s, np.float32) * np.arange(1, 5, dtype=np.float32) for s in (1e-8, 100.0)])
+    got = on_board(Newton(), xs, (torch.randn(4),))
+    assert got[2].tolist() == [1.0, 100.0]   # converged at once / stopped at the 100-step limit
+
+
+def test_rnn_and_nested_cond():
+    torch.manual_seed(0)
+    xs = np.random.default_rng(1).standard_normal((2, 6, 4)).astype(np.float32)
+    on_board(RNNLoop(), xs, (torch.randn(6, 4),))
+    xs = np.stack([np.full(3, v, np.float32) for v in (-5.0, 7.0)])
+    on_board(CondInWhile(), xs, (torch.randn(3),))
