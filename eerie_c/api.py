@@ -256,6 +256,9 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name)
+    if getattr(g, "dynamic_batch", None):
+        raise EerieError(f"{path.name} has a dynamic batch dimension: run it with eerie_c.run(module, "
+                         f"inferences, example_args, dynamic_shapes=...) or call NAME_invoke(..., batch)")
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
@@ -314,6 +317,9 @@ def _add_firmware(res: CompileResult, brd) -> None:
     """Budget check (raises before anything is written), then the firmware project files."""
     from .toolchain.boards import check_budget
     from .toolchain.firmware import firmware_files
+    if getattr(res.graph, "dynamic_batch", None):
+        raise EerieError("firmware projects for a dynamic batch are not supported yet: compile without "
+                         "--board and call NAME_invoke(..., batch) from your own firmware")
     res.report["board"] = brd.name
     res.report["budget"] = check_budget(brd, res.name, res.report)
     res.files.update(firmware_files(res, brd))

@@ -140,6 +140,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                     "data_text": c_array_items(c.data, c.ctype), "comment": c.comment} for c in consts],
         "arena_bytes": plan.arena_bytes, "arena_align": plan.align,
         "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs), "cflags": cflags,
+        "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
     }
     return {
         f"{name}.c": render("model.c.j2", **ctx),

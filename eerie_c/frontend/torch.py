@@ -13,7 +13,13 @@ The program is exported with `torch.export.export`, decomposed to the Core ATen 
 * batch norm in eval mode is folded into the weights of the convolution that feeds it (when
   the convolution has no other user), or becomes MUL + ADD with constant scale and shift;
 * `torch.cond` and `torch.while_loop` become IF / WHILE ops whose branches and bodies are
-  nested graphs (`Op.regions`) lowered the same way.
+  nested graphs (`Op.regions`) lowered the same way;
+* a dynamic leading (batch) dimension, `torch.export.Dim("batch", max=N)` on dim 0 of every
+  input, gives a per-sample graph (the batch dimension set to 1) that NAME_invoke runs once per
+  sample, for `batch` samples (an extra int argument, at most N). That is exact only when no op
+  mixes samples, which is checked node by node: every computed tensor has the batch symbol as
+  its dim 0 and nowhere else, no op with a `dim` argument works along dim 0, and the batch
+  size is used only as a shape. `Graph.dynamic_batch` (set on the graph) is N.
 
 Nothing downstream knows the model came from PyTorch.
 """
@@ -78,8 +84,8 @@ def max_iterations_for(n: int):
 
 
 def load_torch(model, example_args=None, name: str = "model",
-               max_iterations: int = DEFAULT_MAX_ITERATIONS) -> Graph:
-    ep = export_program(model, example_args)
+               max_iterations: int = DEFAULT_MAX_ITERATIONS, dynamic_shapes=None) -> Graph:
+    ep = export_program(model, example_args, dynamic_shapes)
     try:
         ep = ep.run_decompositions()
     except Exception as e:
@@ -160,6 +166,8 @@ class _Lowerer:
         self.node = None
         self.env: dict = {}
         self.folded_bn: dict = {}
+        self.batch = None            # the dynamic batch symbol (sympy), if any
+        self.batch_max: int | None = None
 
     # ---- building blocks -------------------------------------------------------------------
 
@@ -244,6 +252,7 @@ class _Lowerer:
         named.update({k: (state[v] if v in state else consts[v]) for k, v in sig.inputs_to_buffers.items()})
         named.update({k: consts[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
         gm = ep.graph_module
+        self._find_batch(gm, user_inputs)
         for node in gm.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -268,11 +277,79 @@ class _Lowerer:
             raise EerieError("programs that mutate buffers or inputs are not supported "
                              "(the program has non-user outputs)")
         top.outputs = self.finish_outputs(outs, top, "output")
+        if self.batch is not None:
+            top.dynamic_batch = self.batch_max
         return top
+
+    def _find_batch(self, gm, user_inputs):
+        """The dynamic batch symbol and its maximum, or a one-line error for any other kind
+        of dynamic dimension."""
+        syms = {}
+        for node in gm.graph.nodes:
+            if node.op != "placeholder" or node.name not in user_inputs:
+                continue
+            val = node.meta.get("val")
+            for k, d in enumerate(getattr(val, "shape", ())):
+                if isinstance(d, int):
+                    continue
+                expr = d.node.expr
+                if k != 0 or not getattr(expr, "is_Symbol", False):
+                    raise EerieError(f"input {node.name}: dynamic dimension {k} ({d}) is not supported: only "
+                                     f"a dynamic leading (batch) dimension is (Dim on dim 0 of every input)")
+                syms.setdefault(expr, []).append(node.name)
+        if not syms:
+            return
+        if len(syms) > 1:
+            raise EerieError(f"inputs have {len(syms)} different dynamic dimensions ({', '.join(map(str, syms))}); "
+                             f"one dynamic batch dimension shared by every input is supported")
+        (sym, names), = syms.items()
+        missing = [n for n in user_inputs if n not in names]
+        if missing:
+            raise EerieError(f"input {missing[0]} has a static dim 0 while other inputs have a dynamic "
+                             f"batch dimension; declare the same Dim on dim 0 of every input")
+        vr = self.ep.range_constraints.get(sym)
+        upper = getattr(vr, "upper", None)
+        try:
+            mx = int(upper)
+        except Exception:
+            mx = None
+        if mx is None or mx >= 2 ** 31 - 1 or not getattr(upper, "is_finite", True):
+            raise EerieError(f"input {names[0]}: dynamic dimension 0 has no maximum: declare it as "
+                             f"torch.export.Dim(\"batch\", max=N) (eerie-c plans memory for the maximum)")
+        self.batch, self.batch_max = sym, mx
+
+    def check_per_sample(self, node, result):
+        """With a dynamic batch: this node must not mix samples (see the module docstring)."""
+        if not self._has_act(result):
+            return
+        torch = self.torch
+        vals = node.meta.get("val")
+        vals = vals if isinstance(vals, (list, tuple)) else [vals]
+        where = f" ({_src(node)})" if _src(node) else ""
+        for v in vals:
+            if not isinstance(v, torch.Tensor):
+                continue
+            shape = list(v.shape)
+            ok = bool(shape) and not isinstance(shape[0], int) and shape[0].node.expr == self.batch \
+                and all(isinstance(d, int) for d in shape[1:])
+            if not ok:
+                raise EerieError(f"{node.name} (aten.{getattr(node.target, '__name__', node.target)}) gives shape "
+                                 f"{[str(d) for d in shape]}: with a dynamic batch every computed tensor must "
+                                 f"keep the batch as its dim 0 (ops must not combine samples){where}")
+        packet = getattr(node.target, "__name__", "").split(".")[0]
+        if packet in _DIM_OPS:
+            dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+            dims = dim if isinstance(dim, (list, tuple)) else [dim]
+            rank = len(vals[0].shape) if isinstance(vals[0], torch.Tensor) else 1
+            if any(isinstance(d, int) and d % max(rank, 1) == 0 for d in dims):
+                raise EerieError(f"{node.name}: aten.{packet} along dim 0, the dynamic batch dimension, "
+                                 f"combines samples, which is not supported{where}")
 
     def _static_shape(self, val, what: str) -> tuple[int, ...]:
         shape = []
         for d in val.shape:
+            if not isinstance(d, int) and self.batch is not None and d.node.expr == self.batch:
+                d = 1   # the per-sample graph
             if not isinstance(d, int):
                 try:
                     d = int(d)
@@ -373,7 +450,10 @@ class _Lowerer:
         if fn is None:
             raise EerieError(f"unsupported PyTorch op aten.{key} at node {node.name}"
                              f"{' (' + _src(node) + ')' if _src(node) else ''}")
-        return fn(self, node, *args, **kwargs)
+        result = fn(self, node, *args, **kwargs)
+        if self.batch is not None:
+            self.check_per_sample(node, result)
+        return result
 
     def meta_shape(self, node=None) -> tuple[int, ...]:
         node = node or self.node
@@ -1089,3 +1169,29 @@ def _index(L, node, x, indices):
     if not isinstance(idx, Act):
         idx = L.const(idx, "int32", "indices")
     return L.op("GATHER", [x, idx], L.meta_shape(), L.t(x).dtype, {"axis": dim, "batch_dims": 0})
+
+
+# Ops whose `dim` argument (args[1]) may combine samples without changing the shape.
+_DIM_OPS = {"_softmax", "softmax", "_log_softmax", "log_softmax", "cumsum", "cumprod", "flip",
+            "roll", "sort", "argsort", "logcumsumexp"}
+_SHAPE_USERS = {"view", "_unsafe_view", "reshape", "expand", "full", "zeros", "ones", "empty",
+                "new_zeros", "new_ones", "new_full", "new_empty", "empty_strided", "full_like"}
+
+
+@lowers("sym_size")
+def _sym_size(L, node, x, dim):
+    """A size of a computed tensor: static sizes as they are; the dynamic batch size is 1 in
+    the per-sample graph, which is right only where it is a shape, so any other use fails."""
+    x = L.ensure_act(x, node.name)
+    val = node.meta.get("val")
+    if isinstance(val, int):
+        return val
+    if L.batch is None or getattr(getattr(val, "node", None), "expr", None) != L.batch:
+        raise EerieError(f"{node.name}: the size {val} is not known at compile time")
+    for u in node.users:
+        packet = getattr(u.target, "__name__", "").split(".")[0]
+        if u.op != "call_function" or packet not in _SHAPE_USERS:
+            raise EerieError(f"{u.name}: the dynamic batch size is used as a value "
+                             f"({getattr(u.target, '__name__', u.target)}); it may only be a shape"
+                             f"{' (' + _src(u) + ')' if _src(u) else ''}")
+    return 1
