@@ -249,6 +249,7 @@ def _one_line(text: str, limit: int = 300) -> str:
             text = text[:i]
     text = " ".join(text.split())
     text = re.sub(r"\s*\(unhinted: (?:[^()]|\([^()]*\))*\)", "", text)
+    text = re.sub(r"\s*\(Size-like symbols: [^)]*\)", "", text)
     return text[:limit].rstrip() + ("..." if len(text) > limit else "")
 
 
