@@ -44,6 +44,10 @@ class Lowered:
     fn_name: str = ""                          # filled in by the lowering driver
     op: Op | None = None
     const_bytes: int = 0                       # flash bytes of the constants it added (driver)
+    # The kernel stays correct when out0 starts at the same byte as in0 (it reads every input
+    # byte before it writes an output byte over it). The planner may then place them so when
+    # in0 is read by no later op (plan/lifetimes.py); plan/proof.py checks that rule.
+    inplace: bool = False
     # Control flow (IF / WHILE markers): no function; the emitter writes these statements
     # into NAME_invoke itself. (depth change before, lines with {in0}.. for input pointers,
     # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
@@ -181,6 +185,7 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
             name = f"{ctx.layer}_{n}"
         used.add(name)
         low.fn_name, low.op = name, op
+        op.attrs["inplace_of_input"] = bool(low.inplace)   # read by the memory planner
         low.comment = low.comment or f"{op.kind} {c_comment(op.name)}"
         lowered.append(low)
     return lowered, ctx

@@ -1,8 +1,10 @@
 """Compile-time support for the int8 kernels' DSP-extension variants (templates/helpers/dsp.c.j2).
 
-Targets with the ARMv7E-M / ARMv8-M DSP extension (SIMD32: SXTB16, SMLAD, SMMULR) get a
-second kernel body guarded by `#if defined(EERIE_DSP)`; the portable body stays in the
-`#else` branch, so the same C file still builds for the host and for cores without DSP.
+Targets with the ARMv7E-M / ARMv8-M DSP extension (SIMD32: SXTB16, SMLAD, SMMULR) get int8
+CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels built on the building blocks of
+templates/helpers/dsp.c.j2: one instruction each under `#if defined(__ARM_FEATURE_DSP)`, plain
+C with the same results in the `#else` branch, so the generated file still builds (and is
+proved by the pycparser verifier, which preprocesses without target macros) anywhere.
 
 The fast requantization (eerie_requant_fast) is exact only when every channel's shift is a
 right shift (exponent <= -1) and the accumulator magnitude stays below 2^30; both are proved
@@ -45,29 +47,85 @@ def round_up(n: int, k: int) -> int:
     return (n + k - 1) // k * k
 
 
+def zero_channels(mult, shift, bound) -> np.ndarray:
+    """Channels whose requantized value (before the output zero point) is 0 for every
+    accumulator within `bound`: multiplier 0, or a right shift past |acc * mult / 2^31|.
+    Their weights and bias may be zeroed (acc = 0 requantizes to 0 too), which keeps the
+    accumulator bound of the layer small (models carry huge biases on such dead channels)."""
+    mult = np.asarray(mult, np.int64).reshape(-1)
+    shift = np.asarray(shift, np.int64).reshape(-1)
+    bound = np.asarray(bound, np.int64).reshape(-1)
+    ymax = (np.minimum(bound, 2 ** 31) * mult >> 31) + 1
+    return (mult == 0) | ((shift <= -2) & (shift >= -62)
+                          & (ymax <= (np.int64(1) << np.clip(-shift - 1, 0, 62)) - 1))
+
+
+def tflite_requantize(acc: int, mult: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier on one int32 (the C helper eerie_requantize)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    x = ((acc << left) + 2 ** 31) % 2 ** 32 - 2 ** 31          # int32 wrap of the pre-shift
+    if x == mult == -2 ** 31:
+        q = 2 ** 31 - 1
+    else:
+        ab = x * mult
+        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+        q = abs(ab + nudge) >> 31
+        q = q if ab + nudge >= 0 else -q                     # C division truncates
+    mask = (1 << right) - 1
+    threshold = (mask >> 1) + (1 if q < 0 else 0)
+    return (q >> right) + (1 if (q & mask) > threshold else 0)
+
+
+def constant_channels(w_abs_sum, fbias, mult, shift, out_zp: int) -> dict[int, int]:
+    """Channels whose weights are all zero: their output (before the activation clamp) is a
+    compile-time constant, {channel: requantized folded bias + output zero point}."""
+    return {int(c): tflite_requantize(int(fbias[c]), int(mult[c]), int(shift[c])) + out_zp
+            for c in np.flatnonzero(np.asarray(w_abs_sum) == 0)}
+
+
 def fast_requant_consts(ctx, mult, shift, out_zp: int, bound, per_channel: bool,
-                        channels: int) -> dict | None:
+                        channels: int, arrays: bool = False,
+                        constants: dict[int, int] | None = None) -> dict | None:
     """C operands of eerie_requant_fast (rq_mult, rq_rshift, rq_radd: C array names or
     literals; rq_zp: what is still added after it), or None when it would not be exact.
-    The output zero point is folded into radd when the sum provably stays in int32."""
-    mult = np.asarray(mult, np.int64)
-    shift = np.asarray(shift, np.int64)
-    bound = np.asarray(bound, np.int64)
+    The output zero point is folded into radd when the sum provably stays in int32. With
+    arrays=True, per-tensor parameters are emitted as arrays too (of one element, rq_mask 0,
+    so index [channel & rq_mask]). `constants`
+    (from constant_channels; their accumulators must be 0, i.e. their bias zeroed) get
+    multiplier 0 and shift 1 with radd = 2 * value + 1, so (0 + radd) >> 1 is the value."""
+    mult = np.array(mult, np.int64).reshape(-1)
+    shift = np.array(shift, np.int64).reshape(-1)
+    bound = np.broadcast_to(np.asarray(bound, np.int64), (max(mult.size, np.size(bound)),))
+    if mult.size == 1 and bound.size > 1:       # per-tensor parameters, per-channel bounds
+        mult, shift = np.repeat(mult, bound.size), np.repeat(shift, bound.size)
+    # A channel whose result is provably always 0 before the zero point (multiplier 0, or a
+    # right shift beyond the largest |acc * mult / 2^31|) is given multiplier 0 and shift 1:
+    # (0 - 0 + 1) >> 1 = 0 as well, and a small shift keeps the folded zero point in range.
+    zero = zero_channels(mult, shift, bound)
+    fixed = np.zeros(mult.shape, bool)
+    for c in (constants or {}):
+        fixed[c] = True
+    mult, shift = np.where(zero | fixed, 0, mult), np.where(zero | fixed, -1, shift)
+    bound = np.where(fixed, 0, bound)
     if not fast_requant_ok(mult, shift, bound):
         return None
-    # per-tensor quantization: one multiplier for all channels, so the bound is the max
     rshift = -shift
     radd = (np.int64(1) << (rshift - 1)) + (np.int64(out_zp) << rshift)
     zp_after = 0
     if int(np.max(np.abs(radd))) + int(np.max(bound, initial=0)) + 2 >= 2 ** 31:
         radd = np.int64(1) << (rshift - 1)
         zp_after = out_zp
-    if per_channel:
-        return dict(rq_mult=ctx.const(pad_to(mult.astype(np.int32), (channels,)), "int32_t", "multiplier"),
-                    rq_rshift=ctx.const(pad_to(rshift.astype(np.int32), (channels,)), "int32_t", "rshift"),
-                    rq_radd=ctx.const(pad_to(radd.astype(np.int32), (channels,)), "int32_t", "radd",
+    for c, value in (constants or {}).items():
+        radd[c] = 2 * (value - zp_after) + 1
+    uniform = len(set(zip(mult.tolist(), rshift.tolist(), radd.tolist()))) == 1
+    if per_channel or arrays or not uniform:
+        n = 1 if uniform and not per_channel else channels
+        return dict(rq_arrays=True, rq_mask=0 if n == 1 else -1,
+                    rq_mult=ctx.const(pad_to(mult[:n].astype(np.int32), (n,)), "int32_t", "multiplier"),
+                    rq_rshift=ctx.const(pad_to(rshift[:n].astype(np.int32), (n,)), "int32_t", "rshift"),
+                    rq_radd=ctx.const(pad_to(radd[:n].astype(np.int32), (n,)), "int32_t", "radd",
                                       "rounding term of the right shift (plus the output zero point "
                                       "times 2^rshift when folded)"),
                     rq_zp=zp_after)
-    return dict(rq_mult=int(mult[0]), rq_rshift=int(rshift[0]), rq_radd=int(radd[0]) if radd.ndim else int(radd),
-                rq_zp=zp_after)
+    return dict(rq_arrays=False, rq_mask=0, rq_mult=int(mult[0]), rq_rshift=int(rshift[0]),
+                rq_radd=int(radd[0]), rq_zp=zp_after)

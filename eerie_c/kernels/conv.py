@@ -5,10 +5,14 @@ Padding follows TFLite: the output size comes from the padding type, the total p
 before the image; an odd total puts the extra row/column after it. Out-of-bounds taps
 contribute nothing (the reference skips them).
 
-int8: the reference accumulates (x - zp_in) * w over the in-bounds taps. The output is split
-at compile time into an interior (every tap in bounds), where zp_in is folded into the bias
-(bias'[c] = bias[c] - zp_in * sum(w[c])) so the inner loop is a plain int8 dot product, and a
-border, which keeps the reference's per-tap form so skipped taps stay exact.
+int8: the reference accumulates (x - zp_in) * w over the in-bounds taps. zp_in is folded into
+the bias at compile time (bias'[c] = bias[c] - zp_in * sum(w[c])), so the inner loop is a plain
+int8 dot product; a tap outside the image then reads zp_in itself, whose product the folded
+bias cancels exactly (the reference skips the tap), so every output uses the same form.
+
+Targets with the DSP extension (cortex-m4/m7/m33/m55, see _dsp.py) get a different kernel
+(conv2d_s8_dsp.c.j2): im2col into sign-extended columns and 2x2 SMLAD blocks, with the
+weights re-laid out for it; other targets get the portable loops of conv2d_s8.c.j2.
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ import numpy as np
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import acc_bound, fast_requant_consts, has_dsp, pad_to, round_up
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
+                   zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
 
@@ -156,32 +161,51 @@ def folded_bias(bias: np.ndarray, wsum: np.ndarray, in_off: int, what: str) -> n
     return folded.astype(np.int32)
 
 
-def int8_conv_vars(ctx, x, w, b, y, win, act, what, out_c, k) -> dict:
-    """Constants of an int8 CONV_2D: weights as [ocp][kp] rows, bias with the input zero point
-    folded in (used everywhere: taps outside the image read the zero point, which it cancels),
-    requantization. With the DSP extension, rows are zero-padded to kp = K rounded up to 4 and
-    to an even count (ocp), and interleaved in pairs per 4 taps, for the 2x2 SMLAD blocks;
-    both variants share these constants."""
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
+    """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
+    folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
+    to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
+    channels whose output is provably constant get zero weights and bias (see _dsp.py), and
+    the requantization is eerie_requant_fast's when proven exact."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
     fbias = folded_bias(bias, wflat.astype(np.int64).sum(axis=1), in_off, what)
+    mult, shift = per_channel_multipliers(x, w, y, out_c)
     dsp = has_dsp(ctx.target)
     kp, ocp = (round_up(k, 4), round_up(out_c, 2)) if dsp else (k, out_c)
-    v = dict(dsp=dsp, kp=kp, kstride=kp, ocp=ocp, in_off=in_off, zp_in=x.zero_point)
-    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
+    v = dict(dsp=dsp, kp=kp, kstride=kp, ocp=ocp, in_off=in_off, zp_in=x.zero_point, fast=False)
+    fast = None
+    if dsp:
+        wabs = np.abs(wflat.astype(np.int64)).sum(axis=1)
+        dead = zero_channels(mult, shift, acc_bound(fbias, wabs))
+        if dead.any():    # output always the zero point: acc = 0 requantizes the same
+            wflat, fbias = np.where(dead[:, None], 0, wflat).astype(np.int8), np.where(dead, 0, fbias)
+            wabs = np.where(dead, 0, wabs)
+        # all-zero weight rows give constant outputs: produced by the requantization
+        # constants from a zero bias, so the accumulator bound stays small
+        consts = constant_channels(wabs, fbias, mult, shift, y.zero_point)
+        dfb = np.where(wabs == 0, 0, fbias)
+        if w.quant.per_channel and len(w.quant.scale) != out_c:
+            raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
+        fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
+                                   w.quant.per_channel, ocp, arrays=True, constants=consts)
+        if fast is not None:
+            fbias = dfb
+            v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+            v["act_min"], v["act_max"] = activation_range_int(act, y)
+    if fast is None:
+        v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
     wdata = pad_to(wflat, (ocp, kp))
     if dsp:   # pairs of rows interleaved per 4 taps: [ocp/2][kp/4][2 rows][4 taps]
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else ""))
-    v["fbias"] = ctx.const(pad_to(fbias, (ocp,)), "int32_t", "bias_folded",
+    v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
-    bound = acc_bound(fbias, np.abs(wflat.astype(np.int64)).sum(axis=1))
-    mult, shift = per_channel_multipliers(x, w, y, out_c)
-    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound, v["per_channel"], ocp) if dsp else None
-    v["fast"] = fast is not None
-    v.update(fast or {})
+    # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
+    # (small kernels stay inline: their fully unrolled loops beat a call)
+    v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= 64
     return v
 
 
@@ -209,12 +233,16 @@ def lower_conv2d(op, g, ctx):
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = set()
     else:
-        v.update(int8_conv_vars(ctx, x, w, b, y, win, act, what, out_c, kh * kw * in_c))
+        v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)
-        helpers = {"requant", "dsp"} if v["dsp"] else {"requant"}
+        helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
         if v["dsp"]:
             # two columns of kp int16, plus the im2col bytes of one window
             scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+    # In place (out0 at in0's first byte) for the DSP 1x1 kernel with out_c <= in_c: the two
+    # input pixels of a step are copied into the scratch columns before their outputs are
+    # written, and those outputs end no later than the next unread input pixel starts.
+    inplace = bool(x.dtype == "int8" and v.get("dsp") and v.get("direct") and out_c <= in_c)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace)

@@ -5,6 +5,10 @@ Padding, stride and dilation follow TFLite exactly as for CONV_2D (see conv.py).
 interior of the output (every tap in bounds) uses a bias with the input zero point folded in
 (bias'[oc] = bias[oc] - zp_in * sum(w[.., oc])); the border keeps the reference's per-tap
 (x - zp_in) * w form over the in-bounds taps only, so skipped taps stay exact.
+
+Targets with the DSP extension (see _dsp.py) get depthwise_s8_dsp.c.j2 instead when the depth
+multiplier is 1 and the channels a multiple of 4: four channels per word with SXTB16 and
+SMLABB/SMLATT, taps outside the image reading the zero point, which the folded bias cancels.
 """
 from __future__ import annotations
 
@@ -13,32 +17,48 @@ import numpy as np
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, kernel
-from ._dsp import acc_bound, fast_requant_consts, has_dsp
-from ._quant import activation_range_float, per_channel_multipliers
+from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
+from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from .conv import conv_operands, folded_bias, int8_requant_vars, op_what, window
 
 
-def dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, per_channel) -> dict:
-    """Constants of the DSP variant: weights sign-extended per 4 channels and tap as words
-    (w_c, w_c+2), (w_c+1, w_c+3); tap offsets; the zero-point word; fast requantization."""
-    taps = [(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
-            for ky in range(win.kh) for kx in range(win.kw)]
-    t = wk.astype(np.int64).reshape(len(taps), in_c // 4, 4)      # [tap][group][4 channels]
-    half = lambda v: v & 0xFFFF                                     # noqa: E731
-    lo = half(t[..., 0]) | (half(t[..., 2]) << 16)
-    hi = half(t[..., 1]) | (half(t[..., 3]) << 16)
-    words = np.stack([lo, hi], axis=-1).transpose(1, 0, 2)         # [group][tap][2]
-    words = words.astype(np.uint32).view(np.int32)
-    zp = x.zero_point & 0xFF
-    zpw = int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0])
-    v = dict(taps=taps, zpw=zpw,
-             wexp=ctx.const(words, "int32_t", "weights_dsp",
-                            "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap"))
-    bound = acc_bound(fb, np.abs(wk.astype(np.int64)).sum(axis=0))
+def dsp_weights(ctx, wk, in_c):
+    """Weights sign-extended per 4 channels and tap as words (w_c, w_c+2), (w_c+1, w_c+3):
+    the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
+    t = wk.astype(np.int64).reshape(wk.shape[0], in_c // 4, 4)      # [tap][group][4 channels]
+    lo = (t[..., 0] & 0xFFFF) | ((t[..., 2] & 0xFFFF) << 16)
+    hi = (t[..., 1] & 0xFFFF) | ((t[..., 3] & 0xFFFF) << 16)
+    words = np.stack([lo, hi], axis=-1).transpose(1, 0, 2)           # [group][tap][2]
+    return ctx.const(words.astype(np.uint32).view(np.int32), "int32_t", "weights_dsp",
+                     "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap")
+
+
+def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
+    """Everything the DSP variant reads: its weight layout, tap offsets, the zero-point word,
+    the folded bias (0 for channels with constant outputs) and the requantization."""
     mult, shift = per_channel_multipliers(x, w, y, in_c)
-    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound, per_channel, in_c)
-    v["fast"] = fast is not None
-    v.update(fast or {})
+    wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
+    dead = zero_channels(mult, shift, acc_bound(fb, wabs))
+    if dead.any():        # output always the zero point: acc = 0 requantizes the same
+        wk, fb, wabs = np.where(dead[None, :], 0, wk), np.where(dead, 0, fb), np.where(dead, 0, wabs)
+    # all-zero weight columns give constant outputs, produced by the requantization constants
+    consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
+    dfb = np.where(wabs == 0, 0, fb)
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
+                               w.quant.per_channel, in_c, constants=consts)
+    zp = x.zero_point & 0xFF
+    v = dict(taps=[(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
+                   for ky in range(win.kh) for kx in range(win.kw)],
+             zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]),
+             wexp=dsp_weights(ctx, wk, in_c))
+    if fast is not None:
+        v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+        v["act_min"], v["act_max"] = activation_range_int(act, y)
+        fb = dfb
+    else:
+        v.update(int8_requant_vars(ctx, x, w, y, in_c, act, what), fast=False)
+    v["fbias"] = ctx.const(fb.astype(np.int32), "int32_t", "bias_folded",
+                           "bias with the input zero point folded in")
     return v
 
 
@@ -64,9 +84,9 @@ def lower_depthwise_conv2d(op, g, ctx):
         raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
     win = window(op, in_h, in_w, kh, kw, y.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
-    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win,
-             weights=ctx.tensor_const(w, "weights"))
+    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     if x.dtype == "float32":
+        v["weights"] = ctx.tensor_const(w, "weights")
         v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/depthwise_f32.c.j2", **v)
@@ -76,22 +96,18 @@ def lower_depthwise_conv2d(op, g, ctx):
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
         wk = w.data.reshape(kh * kw, out_c)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
-        fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what) \
-            if (win.has_interior or dsp) else None
-        if fb is not None:
-            v["fbias"] = ctx.const(fb, "int32_t", "bias_folded",
-                                   "bias with the input zero point folded in")
-        if win.has_border:
-            v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
-        v["in_off"] = in_off
-        v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
-        v["dsp"] = dsp
-        v["fast"] = False
+        v.update(dsp=dsp, in_off=in_off, fast=False)
         if dsp:
-            v.update(dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, v["per_channel"]))
-            # each variant references the other's constants once, so neither build warns
-            v["generic_only"] = [v["weights"]] + ([v["bias"]] if v.get("bias") else [])
-            v["dsp_only"] = [] if win.has_interior else [v["fbias"]]
+            fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
+            v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
+        else:
+            v["weights"] = ctx.tensor_const(w, "weights")
+            if win.has_interior:
+                v["fbias"] = ctx.const(folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what),
+                                       "int32_t", "bias_folded", "bias with the input zero point folded in")
+            if win.has_border:
+                v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+            v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,

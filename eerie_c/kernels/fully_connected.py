@@ -3,13 +3,47 @@
 int8 (TFLM scheme): the input zero point is folded into the bias at compile time
 (bias'[u] = bias[u] - zp_in * sum_d w[u, d]), so the inner loop is a plain int8 dot product;
 the result is requantized per output channel (per tensor when the weights are).
+Targets with the DSP extension (see _dsp.py) use one shared out-of-line kernel for all layers
+(helpers/fc_dsp.c.j2): 4 rows at a time, SXTB16 + SMLAD, weights interleaved at compile time.
 """
 import numpy as np
 
 from ..emit import render
 from ..errors import EerieError
-from . import Lowered, kernel
+from . import Lowered, c_comment, kernel
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
+                   zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+
+
+def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth):
+    """Constants of the DSP kernel (helpers/fc_dsp.c.j2), or None when its fast
+    requantization would not be exact (then the portable kernel is used)."""
+    wabs = np.abs(wdata).sum(axis=1)
+    if np.abs(folded).max(initial=0) >= 2 ** 31:
+        return None
+    dead = zero_channels(mult, shift, acc_bound(folded, wabs))
+    wdata, folded = np.where(dead[:, None], 0, wdata), np.where(dead, 0, folded)
+    wabs = np.where(dead, 0, wabs)
+    consts = constant_channels(wabs, folded, mult, shift, y.zero_point)
+    folded = np.where(wabs == 0, 0, folded)
+    up, dp = round_up(units, 4), round_up(depth, 4)
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(folded, wabs),
+                               w.quant.per_channel, up, arrays=True, constants=consts)
+    if fast is None or fast["rq_zp"] != 0:
+        return None
+    # blocks of 4 rows interleaved per 4 inputs: [up/4][dp/4][4 rows][4 inputs]
+    wl = pad_to(wdata.astype(np.int8), (up, dp)).reshape(up // 4, 4, dp // 4, 4).transpose(0, 2, 1, 3)
+    wl = np.ascontiguousarray(wl).reshape(-1).view("<i4")   # 4 int8 per word (little-endian)
+    v = dict(fast, batches=batches, units=units, depth=depth, up=up, dp=dp, pad_x=dp != depth,
+             scratch=dp if dp != depth else 0,
+             weights=ctx.const(wl, "int32_t", "weights",
+                               f"{c_comment(w.label)} (blocks of 4 rows interleaved per 4 inputs, "
+                               f"4 int8 per word)"),
+             bias=ctx.const(pad_to(folded.astype(np.int32), (up,)), "int32_t", "bias",
+                            "bias with the input zero point folded in"))
+    v["act_min"], v["act_max"] = activation_range_int(act, y)
+    return v
 
 
 @kernel("FULLY_CONNECTED", dtypes=("int8", "float32"))
@@ -36,6 +70,13 @@ def lower_fully_connected(op, g, ctx):
                              f"zero point are not supported")
         folded = bias - x.zero_point * wdata.sum(axis=1)
         mult, shift = per_channel_multipliers(x, w, y, units)
+        if has_dsp(ctx.target) and batches * units * depth > 0:
+            dsp = dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
+            if dsp is not None:
+                body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp)
+                return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                               helpers={"requant", "dsp", "fc_dsp"}, scratch_bytes=dsp["scratch"],
+                               macs=batches * units * depth)
         per_channel = w.quant.per_channel
         ctx_vars.update(
             weights=ctx.tensor_const(w, "weights"),

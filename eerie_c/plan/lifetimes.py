@@ -22,7 +22,8 @@ class Buffer:
 
 
 def storage_groups(g: Graph) -> dict[str, str]:
-    """tensor id -> representative id, joining the two sides of each aliasing op."""
+    """tensor id -> representative id, joining the two sides of each aliasing op, then the
+    input and output of each in-place op whose input storage is read by no later op."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -35,7 +36,40 @@ def storage_groups(g: Graph) -> dict[str, str]:
             a, b = find(op.inputs[0]), find(op.outputs[0])
             if a != b:
                 parent[b] = a
+    for step, op in enumerate(g.ops):
+        if op.attrs.get("inplace_of_input") and inplace_allowed(g, step, find):
+            parent[find(op.outputs[0])] = find(op.inputs[0])
     return {tid: find(tid) for tid in g.activations()}
+
+
+def inplace_allowed(g: Graph, step: int, find) -> bool:
+    """The rule for running op `step` in place (its output 0 starting at the first byte of its
+    input 0's storage): input 0 is an arena activation, no graph input or output shares its
+    storage or the output's, no later op reads any tensor of the input's storage, and the
+    output is no larger than that storage. plan/proof.py checks the same rule independently."""
+    op = g.ops[step]
+    if not op.inputs or op.inputs[0] is None or not op.outputs:
+        return False
+    a, b = op.inputs[0], op.outputs[0]
+    if g.t(a).is_const:
+        return False
+    ra, rb = find(a), find(b)
+    if ra == rb:
+        return False
+    acts = g.activations()
+    group_a = [t for t in acts if find(t) == ra]
+    group_b = [t for t in acts if find(t) == rb]
+    users = set(g.inputs) | set(g.outputs)
+    if any(t in users for t in group_a + group_b):
+        return False
+    if g.t(b).nbytes > max(g.t(t).nbytes for t in group_a):
+        return False
+    members = set(group_a)
+    for later in g.ops[step + 1:]:
+        if any(t in members for t in later.inputs if t is not None):
+            return False
+    # the op itself must not read the input's storage through a second operand
+    return sum(1 for t in op.inputs if t is not None and t in members) == 1
 
 
 def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None) -> list[Buffer]:

@@ -1,6 +1,16 @@
 """Independent check of a memory plan: re-derives lifetimes straight from the IR (not from
 the planner's buffers) and proves that simultaneously live arena tensors never share a byte,
-that every offset is aligned, and that the arena is exactly as large as reported."""
+that every offset is aligned, and that the arena is exactly as large as reported.
+
+One exception to "never share a byte", the in-place rule: the output 0 of an op whose kernel
+declared it safe (op.attrs["inplace_of_input"], from Lowered.inplace) may overlap its input 0
+(and tensors aliased with either through RESHAPE) if and only if
+  * the output starts at exactly the input's offset and is no larger than the input,
+  * the input's live range, joined over its aliases, ends at that op (no later op reads it),
+  * the op reads the input's storage through that one operand only,
+  * neither is a graph input or output (those live in caller buffers anyway).
+The kernel guarantees that it reads every input byte before writing an output byte over it;
+the rule guarantees no one else needs the input's bytes afterwards."""
 from __future__ import annotations
 
 from ..errors import CompilerBug
@@ -53,6 +63,29 @@ def _prove_user_buffers(g: Graph, plan: Plan) -> None:
                                   f"its own {base} buffer {k}")
 
 
+def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
+    """{root(input), root(output)} of every in-place op that satisfies the rule above."""
+    users = set(g.inputs) | set(g.outputs)
+    pairs = set()
+    for step, op in enumerate(g.ops):
+        if not op.attrs.get("inplace_of_input") or not op.inputs or op.inputs[0] is None:
+            continue
+        a, b = op.inputs[0], op.outputs[0]
+        pa, pb = plan.tensors.get(a), plan.tensors.get(b)
+        if pa is None or pb is None or pa.base != "arena" or pb.base != "arena":
+            continue
+        if a in users or b in users or root(a) == root(b):
+            continue
+        if pa.offset != pb.offset or g.t(b).nbytes > g.t(a).nbytes:
+            continue
+        if ranges[a][1] != step:
+            continue
+        if sum(1 for t in op.inputs if t is not None and t in ranges and root(t) == root(a)) != 1:
+            continue
+        pairs.add(frozenset((root(a), root(b))))
+    return pairs
+
+
 def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None) -> dict:
     _prove_user_buffers(g, plan)
     ranges = _live_ranges(g)
@@ -78,6 +111,7 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
             t = alias[t]
         return t
 
+    allowed = _inplace_pairs(g, plan, ranges, root)
     for name, s, e, off, size, align in items:
         if off % align:
             raise CompilerBug(f"arena proof: {name} at offset {off} is not {align}-byte aligned")
@@ -90,6 +124,8 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
             b = items[j]
             if root(a[0]) == root(b[0]):
                 continue   # the same storage seen through an aliasing op
+            if frozenset((root(a[0]), root(b[0]))) in allowed:
+                continue   # an in-place op's input and output (rule checked above)
             if a[1] <= b[2] and b[1] <= a[2] and a[3] < b[3] + b[4] and b[3] < a[3] + a[4]:
                 raise CompilerBug(f"arena proof: {a[0]} and {b[0]} are live together and overlap "
                                   f"in the arena ([{a[3]}, {a[3] + a[4]}) and [{b[3]}, {b[3] + b[4]}))")

@@ -1,10 +1,12 @@
-"""The int8 kernels' DSP-extension variants (SXTB16/SMLAD/SMMULR blocks under EERIE_DSP) vs TFLM.
+"""The int8 kernels generated for DSP targets (SXTB16/SMLAD/SMMULR building blocks) vs TFLM.
 
-The C generated for a DSP target (cortex-m4) carries both variants. Host runs build it with
--DEERIE_EMULATE_DSP, which gives the intrinsics plain-C definitions, so the DSP code paths
-(im2col columns, 2x2 blocks, odd pixel/channel tails, padded taps, fast requantization) are
-checked bit for bit on many shapes quickly; a few shapes also run on the real instructions in
-QEMU (mps2-an386, Cortex-M4). The portable branch is what tests/ops/test_conv.py etc. check.
+The C generated for cortex-m4 uses the DSP instructions where the compiler defines
+__ARM_FEATURE_DSP and plain-C definitions with the same results elsewhere. Built on the host,
+its code paths (im2col columns, 2x2 blocks, odd pixel/channel tails, padded taps, fast and
+general requantization, dead and constant channels) are checked bit for bit on many shapes
+quickly, and the source proof runs over it; a few shapes also run on the real instructions
+in QEMU (mps2-an386, Cortex-M4). The portable kernels are what tests/ops/test_conv.py etc.
+check (host target).
 """
 from __future__ import annotations
 
@@ -25,14 +27,13 @@ from tflite_builder import ACT, PAD, ModelBuilder
 from test_conv import conv_model
 
 
-def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: bool = True,
-                     need_dsp: bool = True) -> list[np.ndarray]:
-    """Compile for cortex-m4, build on the host with the DSP variant emulated (or, with
-    emulate=False, its portable branch, which reads the DSP variant's weight layout), run."""
+def dsp_target_run(model: bytes, inputs: list[np.ndarray], tmp_path, need_dsp: bool = True
+                   ) -> list[np.ndarray]:
+    """Compile for cortex-m4, build that C on the host (with UBSan), run."""
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     res = compile_model(src, target="cortex-m4", name="m")
-    assert ("EERIE_DSP)" in res.files["m.c"]) == need_dsp, "DSP variant generated or not as expected"
+    assert ("eerie_sxtb16" in res.files["m.c"]) == need_dsp, "DSP kernel generated or not as expected"
     work = tmp_path / "build"
     work.mkdir()
     for f, text in res.files.items():
@@ -40,11 +41,10 @@ def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: 
     g = res.graph
     (work / "host_main.c").write_text(render("host_main.c.j2", name="m", version=__version__,
                                              inputs=io_info(g, g.inputs), outputs=io_info(g, g.outputs)))
-    # The DSP branch passes the source proof too (bounded loops, no VLAs...).
-    defines = ["-DEERIE_EMULATE_DSP"] if emulate else []
-    prove_c(work / "m.c", [work], "m_invoke", defines=defines)
+    # what the pipeline proves for every compile, checked here on purpose
+    prove_c(work / "m.c", [work], "m_invoke")
     cmd = ["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wvla", "-pedantic", "-O2",
-           *defines, "-fsanitize=undefined", "-fno-sanitize-recover=all", "-I.",
+           "-fsanitize=undefined", "-fno-sanitize-recover=all", "-I.",
            "m.c", "host_main.c", "-o", "m_host", "-lm"]
     subprocess.run(cmd, cwd=work, check=True, capture_output=True)
     n = inputs[0].shape[0]
@@ -64,10 +64,10 @@ def emulated_dsp_run(model: bytes, inputs: list[np.ndarray], tmp_path, emulate: 
     return [np.stack(o) for o in outs]
 
 
-def check_emulated(tmp_path, model: bytes, shape, n=3, seed=1, emulate=True, need_dsp=True):
+def check_dsp_target(tmp_path, model: bytes, shape, n=3, seed=1, need_dsp=True):
     xs = [random_inputs(list(shape), "int8", n, seed=seed)]
     ref = tflm_run(model, xs)
-    got = emulated_dsp_run(model, xs, tmp_path, emulate, need_dsp)
+    got = dsp_target_run(model, xs, tmp_path, need_dsp)
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
 
@@ -90,34 +90,28 @@ CONV_GEOMETRIES = [
 
 
 @pytest.mark.parametrize("geom", CONV_GEOMETRIES, ids=lambda g: f"{g[0]}-o{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}")
-def test_conv_dsp_emulated(tmp_path, geom):
+def test_conv_dsp_target(tmp_path, geom):
     in_shape, out_c, k, stride, padding, dil = geom
     model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU6")
-    check_emulated(tmp_path, model, in_shape)
-
-
-@pytest.mark.parametrize("geom", CONV_GEOMETRIES, ids=lambda g: f"{g[0]}-o{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}")
-def test_conv_portable_branch_of_dsp_build(tmp_path, geom):
-    in_shape, out_c, k, stride, padding, dil = geom
-    model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU")
-    check_emulated(tmp_path, model, in_shape, emulate=False)
+    check_dsp_target(tmp_path, model, in_shape)
 
 
 @pytest.mark.parametrize("act", ["NONE", "RELU"])
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("in_zp", [-128, 0, 37])
-def test_conv_dsp_emulated_quant(tmp_path, act, per_channel, in_zp):
+def test_conv_dsp_target_quant(tmp_path, act, per_channel, in_zp):
     model = conv_model("int8", (1, 5, 6, 4), 5, (3, 3), (1, 1), "SAME", act=act,
                        per_channel=per_channel, in_zp=in_zp, bias=in_zp != 0)
-    check_emulated(tmp_path, model, (1, 5, 6, 4))
+    check_dsp_target(tmp_path, model, (1, 5, 6, 4))
 
 
-def small_conv(k, out_scale, in_c=4, out_c=4, seed=0):
+def small_conv(k, out_scale, in_c=4, out_c=4, seed=0, w_scales=None):
     """A conv whose requantization multiplier in_scale * w_scale / out_scale we choose."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.input([1, 4, 4, in_c], "int8", scale=0.5, zero_point=3)
-    w = mb.const(rng.integers(-127, 128, (out_c, k, k, in_c)), "int8", scale=[0.5] * out_c,
+    w = mb.const(rng.integers(-127, 128, (out_c, k, k, in_c)), "int8",
+                 scale=list(w_scales) if w_scales is not None else [0.5] * out_c,
                  zero_point=[0] * out_c, axis=0)
     bias = mb.const(rng.integers(-50, 50, out_c), "int32", scale=[0.25] * out_c,
                     zero_point=[0] * out_c, axis=0)
@@ -132,7 +126,74 @@ def small_conv(k, out_scale, in_c=4, out_c=4, seed=0):
 def test_conv_dsp_requant_edge_multipliers(tmp_path, out_scale):
     """Multipliers >= 0.5 (no right shift) keep TFLite's general formula in the DSP variant;
     tiny ones use the fast one. Both stay exact."""
-    check_emulated(tmp_path, small_conv(3, out_scale), (1, 4, 4, 4))
+    check_dsp_target(tmp_path, small_conv(3, out_scale), (1, 4, 4, 4))
+
+
+@pytest.mark.parametrize("k,in_c", [(1, 8), (3, 8)], ids=["inline", "shared"])
+def test_conv_dsp_dead_and_tiny_channels(tmp_path, k, in_c):
+    """Channels with multiplier 0 (scale underflow) or a right shift past every possible
+    accumulator (as in vww_96_int8) take the fast path as constant zero-point outputs."""
+    scales = [0.5, 1e-30, 1e-9, 0.25, 1e-7, 0.5]
+    check_dsp_target(tmp_path, small_conv(k, 0.5, in_c=in_c, out_c=6, w_scales=scales), (1, 4, 4, in_c))
+
+
+def conv_with(weights, bias, wscales, op="CONV_2D", in_c=8):
+    """A 5x5 SAME conv/depthwise with the given weights, int32 bias and weight scales."""
+    mb = ModelBuilder()
+    n = len(wscales)
+    x = mb.input([1, 5, 5, in_c], "int8", scale=0.5, zero_point=3)
+    axis = 0 if op == "CONV_2D" else 3
+    w = mb.const(weights, "int8", scale=wscales, zero_point=[0] * n, axis=axis)
+    b = mb.const(bias, "int32", scale=[0.5 * s_ for s_ in wscales], zero_point=[0] * n, axis=0)
+    y = mb.tensor([1, 5, 5, n], "int8", scale=0.5, zero_point=-2)
+    if op == "CONV_2D":
+        mb.op(op, [x, w, b], [y], "Conv2DOptions", padding=PAD["SAME"], strideH=1, strideW=1,
+              dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["RELU"])
+    else:
+        mb.op(op, [x, w, b], [y], "DepthwiseConv2DOptions", padding=PAD["SAME"], strideH=1,
+              strideW=1, dilationHFactor=1, dilationWFactor=1, depthMultiplier=1,
+              fusedActivationFunction=ACT["RELU"])
+    mb.output(y)
+    return mb.build()
+
+
+@pytest.mark.parametrize("op,k", [("CONV_2D", 1), ("CONV_2D", 3), ("DEPTHWISE_CONV_2D", 3)])
+def test_dsp_constant_channels(tmp_path, op, k):
+    """All-zero weights with a bias near 2^30 (as in vww_96_int8): constant outputs, which
+    the DSP variants produce from their requantization constants."""
+    rng = np.random.default_rng(5)
+    scales = [0.004, 0.002, 0.003, 0.004, 0.001, 0.002, 0.003, 0.004]
+    if op == "CONV_2D":
+        wts = rng.integers(-127, 128, (8, k, k, 8))
+        wts[[1, 4]] = 0
+    else:
+        wts = rng.integers(-127, 128, (1, k, k, 8))
+        wts[..., [1, 4]] = 0
+    bias = rng.integers(-3000, 3000, 8)
+    bias[1], bias[4] = 2 ** 30, -2 ** 30 + 128
+    model = conv_with(wts, bias, scales, op)
+    (tmp_path / "c.tflite").write_bytes(model)
+    text = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c").files["c.c"]
+    assert "eerie_requantize(" not in text.split("/* ---- layers ---- */")[1]   # fast path taken
+    check_dsp_target(tmp_path, model, (1, 5, 5, 8))
+
+
+def test_depthwise_dsp_dead_channels(tmp_path):
+    from test_depthwise import dw_model  # noqa: F401  (same builder conventions)
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    x = mb.input([1, 5, 5, 8], "int8", scale=0.5, zero_point=3)
+    scales = [0.5, 1e-30, 1e-9, 0.25, 1e-7, 0.5, 0.01, 1e-12]
+    w = mb.const(rng.integers(-127, 128, (1, 3, 3, 8)), "int8", scale=scales, zero_point=[0] * 8, axis=3)
+    b = mb.const(rng.integers(-2**28, 2**28, 8), "int32", scale=[0.25 * s_ for s_ in scales],
+                 zero_point=[0] * 8, axis=0)
+    y = mb.tensor([1, 5, 5, 8], "int8", scale=0.5, zero_point=-2)
+    mb.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=PAD["SAME"],
+          strideH=1, strideW=1, dilationHFactor=1, dilationWFactor=1, depthMultiplier=1,
+          fusedActivationFunction=ACT["NONE"])
+    mb.output(y)
+    model = mb.build()
+    check_dsp_target(tmp_path, model, (1, 5, 5, 8))
 
 
 def test_fast_requant_conditions():
@@ -161,23 +222,109 @@ def _dw_id(g):
     return f"{g[0]}-m{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}"
 
 
-@pytest.mark.parametrize("emulate", [True, False], ids=["dsp", "portable"])
 @pytest.mark.parametrize("geom", DW_GEOMETRIES, ids=_dw_id)
-def test_depthwise_dsp_emulated(tmp_path, geom, emulate):
+def test_depthwise_dsp_target(tmp_path, geom):
     from test_depthwise import dw_model
     in_shape, mult, k, stride, padding, dil = geom
     model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
-    check_emulated(tmp_path, model, in_shape, emulate=emulate, need_dsp=geom[1] == 1 and in_shape[3] % 4 == 0)
+    check_dsp_target(tmp_path, model, in_shape, need_dsp=geom[1] == 1 and in_shape[3] % 4 == 0)
 
 
 @pytest.mark.parametrize("act", ["NONE", "RELU"])
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("in_zp", [-128, 0, 37])
-def test_depthwise_dsp_emulated_quant(tmp_path, act, per_channel, in_zp):
+def test_depthwise_dsp_target_quant(tmp_path, act, per_channel, in_zp):
     from test_depthwise import dw_model
     model = dw_model("int8", (1, 5, 6, 8), 1, (3, 3), (1, 1), "SAME", act=act,
                      per_channel=per_channel, in_zp=in_zp, bias=in_zp != 0)
-    check_emulated(tmp_path, model, (1, 5, 6, 8))
+    check_dsp_target(tmp_path, model, (1, 5, 6, 8))
+
+
+@pytest.mark.parametrize("batches,depth,units", [(1, 64, 12), (2, 37, 11), (1, 8, 1), (3, 640, 130)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_fc_dsp_target(tmp_path, batches, depth, units, per_channel):
+    from test_fully_connected import fc_model
+    model = fc_model("int8", batches, depth, units, "RELU", per_channel=per_channel)
+    check_dsp_target(tmp_path, model, (batches, depth))
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU6", "RELU_N1_TO_1"])
+def test_fc_dsp_target_activations(tmp_path, act):
+    from test_fully_connected import fc_model
+    model = fc_model("int8", 1, 20, 7, act, per_channel=True, bias=False)
+    check_dsp_target(tmp_path, model, (1, 20))
+
+
+def pw_chain(residual: bool):
+    """3x3 conv -> 1x1 conv (8 -> 8) -> 1x1 conv (8 -> 6), optionally adding the 3x3 conv's
+    output to the first 1x1 conv's (so that 1x1 conv's input is read later)."""
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    x = mb.input([1, 6, 5, 4], "int8", scale=0.05, zero_point=-3)
+
+    def conv(inp, cin, cout, k, out_scale):
+        w = mb.const(rng.integers(-127, 128, (cout, k, k, cin)), "int8",
+                     scale=list(rng.uniform(0.002, 0.02, cout)), zero_point=[0] * cout, axis=0)
+        y = mb.tensor([1, 6, 5, cout], "int8", scale=out_scale, zero_point=2)
+        mb.op("CONV_2D", [inp, w, -1], [y], "Conv2DOptions", padding=PAD["SAME"], strideH=1,
+              strideW=1, dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["NONE"])
+        return y
+
+    t = conv(x, 4, 8, 3, 0.2)
+    u = conv(t, 8, 8, 1, 0.3)
+    if residual:
+        s = mb.tensor([1, 6, 5, 8], "int8", scale=0.4, zero_point=1)
+        mb.op("ADD", [u, t], [s], "AddOptions", fusedActivationFunction=ACT["NONE"])
+        u = s
+    v = conv(u, 8, 6, 1, 0.3)
+    mb.output(v)
+    return mb.build()
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_inplace_pointwise(tmp_path, residual):
+    """The 1x1 convs run in place (output at the input's offset) exactly when the rule allows:
+    never while a later op still reads the input. Outputs stay bit-exact and the proof holds."""
+    model = pw_chain(residual)
+    (tmp_path / "c.tflite").write_bytes(model)
+    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c").report
+    convs = [o for o in rep["ops"] if o["kind"] == "CONV_2D"]
+    same = [o["inputs"][0]["storage"] == "arena" == o["outputs"][0]["storage"]
+            and o["inputs"][0]["offset"] == o["outputs"][0]["offset"] for o in convs]
+    assert same == [False, not residual, False]   # the last conv writes the graph output
+    assert any(c["check"] == "arena_plan" and c["ok"] for c in rep["verified"])
+    host = compile_model(tmp_path / "c.tflite", name="c").report     # no DSP kernel: no in-place
+    assert all(o["inputs"][0]["offset"] != o["outputs"][0]["offset"]
+               for o in host["ops"] if o["inputs"][0]["storage"] == "arena" == o["outputs"][0]["storage"])
+    check_dsp_target(tmp_path, model, (1, 6, 5, 4))
+
+
+def test_inplace_proof_rejects_broken_plans(tmp_path):
+    """The independent proof accepts the in-place pair only under its rule."""
+    import copy
+    from eerie_c.errors import CompilerBug
+    from eerie_c.plan.proof import prove_plan
+    (tmp_path / "c.tflite").write_bytes(pw_chain(False))
+    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c")
+    g, plan = res.graph, res.extra["plan"]
+    op = next(o for o in g.ops if o.attrs.get("inplace_of_input"))
+    a, b = op.inputs[0], op.outputs[0]
+    assert plan.tensors[a].offset == plan.tensors[b].offset
+    steps = {n: k for k, o in enumerate(g.ops) for n in plan.scratch if n.startswith(f"l{o.index}_")}
+    prove_plan(g, plan, steps)                       # as planned: fine
+    # the output moved by 16 bytes (still overlapping its input): not the same start
+    bad = copy.deepcopy(plan)
+    bad.tensors[b].offset += 16
+    bad.arena_bytes = max(bad.arena_bytes, bad.tensors[b].offset + bad.tensors[b].size + 15) // 16 * 16
+    with pytest.raises(CompilerBug, match="overlap|outside"):
+        prove_plan(g, bad, steps)
+    # the kernel did not declare itself in-place safe
+    op.attrs["inplace_of_input"] = False
+    try:
+        with pytest.raises(CompilerBug, match="overlap"):
+            prove_plan(g, plan, steps)
+    finally:
+        op.attrs["inplace_of_input"] = True
 
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
@@ -185,11 +332,26 @@ BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 @pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                     reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
-@pytest.mark.parametrize("geom", [CONV_GEOMETRIES[0], CONV_GEOMETRIES[5], CONV_GEOMETRIES[9]],
-                         ids=["k3-K27", "pointwise-odd", "kws-first"])
-def test_conv_dsp_on_cortex_m4(tmp_path, geom):
-    in_shape, out_c, k, stride, padding, dil = geom
-    model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU6")
+@pytest.mark.parametrize("case", ["k3-K27", "pointwise-odd", "kws-first", "K144-shared", "dw",
+                                  "fc", "inplace"])
+def test_dsp_kernels_on_cortex_m4(tmp_path, case):
+    """The same kernels on the real instructions (QEMU mps2-an386, Cortex-M4)."""
+    from test_depthwise import dw_model
+    from test_fully_connected import fc_model
+    geoms = {"k3-K27": CONV_GEOMETRIES[0], "pointwise-odd": CONV_GEOMETRIES[5],
+             "kws-first": CONV_GEOMETRIES[9], "K144-shared": CONV_GEOMETRIES[10]}
+    if case in geoms:
+        in_shape, out_c, k, stride, padding, dil = geoms[case]
+        model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU6")
+    elif case == "dw":
+        in_shape = (1, 7, 9, 8)
+        model = dw_model("int8", in_shape, 1, (3, 3), (1, 1), "SAME", act="RELU6")
+    elif case == "fc":
+        in_shape = (2, 37)
+        model = fc_model("int8", 2, 37, 11, "RELU", per_channel=True)
+    else:
+        in_shape = (1, 6, 5, 4)
+        model = pw_chain(False)
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
     xs = [random_inputs(list(in_shape), "int8", 3, seed=2)]
