@@ -85,6 +85,7 @@ def lower_depthwise_conv2d(op, g, ctx):
     win = window(op, in_h, in_w, kh, kw, y.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
+    scratch = 0
     if x.dtype == "float32":
         v["weights"] = ctx.tensor_const(w, "weights")
         v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
@@ -96,10 +97,17 @@ def lower_depthwise_conv2d(op, g, ctx):
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
         wk = w.data.reshape(kh * kw, out_c)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
-        v.update(dsp=dsp, in_off=in_off, fast=False)
+        v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1)
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
+            # In place (stride 1, output as large as the input, input read by no other op):
+            # a ring of pad_t + 1 output rows in scratch; see depthwise_s8_dsp.c.j2.
+            if (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w) \
+                    and x.id not in g.inputs and x.id not in g.outputs \
+                    and len(g.consumers(x.id)) == 1:
+                v["lag"] = win.pad_t
+                scratch = (win.pad_t + 1) * in_w * in_c
         else:
             v["weights"] = ctx.tensor_const(w, "weights")
             if win.has_interior:
@@ -110,5 +118,5 @@ def lower_depthwise_conv2d(op, g, ctx):
             v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=scratch > 0)

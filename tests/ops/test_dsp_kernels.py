@@ -299,6 +299,44 @@ def test_inplace_pointwise(tmp_path, residual):
     check_dsp_target(tmp_path, model, (1, 6, 5, 4))
 
 
+def dw_chain(batches=1, k=(3, 3), dil=(1, 1), hw=(6, 5), c=8):
+    """1x1 conv (4 -> c) -> depthwise (stride 1, SAME) -> 1x1 conv (c -> 4): the depthwise
+    input is an intermediate read by nobody else, so it may run in place."""
+    rng = np.random.default_rng(13)
+    mb = ModelBuilder()
+    shape = [batches, *hw]
+    x = mb.input(shape + [4], "int8", scale=0.05, zero_point=-3)
+    w1 = mb.const(rng.integers(-127, 128, (c, 1, 1, 4)), "int8", scale=[0.01] * c, zero_point=[0] * c, axis=0)
+    t = mb.tensor(shape + [c], "int8", scale=0.1, zero_point=2)
+    mb.op("CONV_2D", [x, w1, -1], [t], "Conv2DOptions", padding=PAD["SAME"], strideH=1, strideW=1,
+          dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["NONE"])
+    wd = mb.const(rng.integers(-127, 128, (1, *k, c)), "int8", scale=list(rng.uniform(0.002, 0.02, c)),
+                  zero_point=[0] * c, axis=3)
+    bd = mb.const(rng.integers(-2000, 2000, c), "int32", scale=[0.001] * c, zero_point=[0] * c, axis=0)
+    u = mb.tensor(shape + [c], "int8", scale=0.2, zero_point=-1)
+    mb.op("DEPTHWISE_CONV_2D", [t, wd, bd], [u], "DepthwiseConv2DOptions", padding=PAD["SAME"],
+          strideH=1, strideW=1, dilationHFactor=dil[0], dilationWFactor=dil[1], depthMultiplier=1,
+          fusedActivationFunction=ACT["RELU"])
+    w2 = mb.const(rng.integers(-127, 128, (4, 1, 1, c)), "int8", scale=[0.01] * 4, zero_point=[0] * 4, axis=0)
+    v = mb.tensor(shape + [4], "int8", scale=0.3, zero_point=0)
+    mb.op("CONV_2D", [u, w2, -1], [v], "Conv2DOptions", padding=PAD["SAME"], strideH=1, strideW=1,
+          dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["NONE"])
+    mb.output(v)
+    return mb.build(), (batches, *hw, 4)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(k=(5, 5)), dict(k=(2, 4)), dict(dil=(2, 2)),
+                                dict(batches=2), dict(hw=(1, 3), k=(3, 3)), dict(hw=(9, 7), c=12)],
+                         ids=["3x3", "5x5-lag2", "2x4-lag0", "dilated", "batches", "one-row", "9x7x12"])
+def test_inplace_depthwise(tmp_path, kw):
+    model, shape = dw_chain(**kw)
+    (tmp_path / "c.tflite").write_bytes(model)
+    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c").report
+    dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
+    assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"] and dw["scratch_bytes"] > 0
+    check_dsp_target(tmp_path, model, shape)
+
+
 def test_inplace_proof_rejects_broken_plans(tmp_path):
     """The independent proof accepts the in-place pair only under its rule."""
     import copy
@@ -333,7 +371,7 @@ BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 @pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                     reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
 @pytest.mark.parametrize("case", ["k3-K27", "pointwise-odd", "kws-first", "K144-shared", "dw",
-                                  "fc", "inplace"])
+                                  "fc", "inplace", "inplace-dw"])
 def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     """The same kernels on the real instructions (QEMU mps2-an386, Cortex-M4)."""
     from test_depthwise import dw_model
@@ -349,9 +387,11 @@ def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     elif case == "fc":
         in_shape = (2, 37)
         model = fc_model("int8", 2, 37, 11, "RELU", per_channel=True)
-    else:
+    elif case == "inplace":
         in_shape = (1, 6, 5, 4)
         model = pw_chain(False)
+    else:
+        model, in_shape = dw_chain(batches=2, k=(5, 5))
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
     xs = [random_inputs(list(in_shape), "int8", 3, seed=2)]

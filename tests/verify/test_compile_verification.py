@@ -37,7 +37,9 @@ def test_report_has_proofs_and_figures(models_dir, tmp_path, target):
     assert r["stack_bound_bytes"] > 0 and r["stack_bound_bytes"] == checks["stack_bound"]["stack_bound_bytes"]
     assert r["ram_bytes"] == r["arena_bytes"] + r["static_data_bytes"] + r["stack_bound_bytes"]
     assert r["flash_bytes"] >= r["constant_bytes"] + r["code_bytes"]
-    assert r["arena_bytes"] == 16000
+    # the live-set bound; on DSP targets the depthwise and 1x1 convolutions run in place
+    # (issue 6), which takes the arena below it
+    assert r["arena_bytes"] == 16000 if target != "cortex-m4" else r["arena_bytes"] < 16000
     compiler = checks["stack_bound"]["compiler"]
     assert ("arm-none-eabi-gcc" in compiler) == (target != "host")
 
@@ -88,7 +90,7 @@ def test_board_ram_budget_names_each_figure(models_dir, tmp_path):
     (tmp_path / "tiny-ram.json").write_text(json.dumps(board))
     out = tmp_path / "o"
     one_line_error(eerie(models_dir / "kws_ref_model.tflite", "--board", tmp_path / "tiny-ram.json", "-o", out),
-                   "RAM needs", "arena 16000", "stack bound", "bytes too many")
+                   "RAM needs", "arena ", "static data", "stack bound", "bytes too many")
     assert not out.exists()
 
 
