@@ -43,7 +43,11 @@ class Target:
 
 
 def _m(name, cpu, fpu=None, description=""):
-    flags = f"-mcpu={cpu} -mthumb " + (f"-mfloat-abi=hard -mfpu={fpu}" if fpu else "-mfloat-abi=soft")
+    # -ffunction-sections/-fdata-sections are part of the target's flags (not only of the
+    # firmware Makefile) because they can change frame sizes: the stack bound is proved
+    # for exactly the flags the firmware is built with.
+    flags = (f"-mcpu={cpu} -mthumb " + (f"-mfloat-abi=hard -mfpu={fpu}" if fpu else "-mfloat-abi=soft")
+             + " -ffunction-sections -fdata-sections")
     return Target(name, "arm-none-eabi-gcc", flags, cpu=cpu, has_fpu=fpu is not None, description=description)
 
 

@@ -162,7 +162,7 @@ def _tiny_board(tmp_path: Path, **sizes) -> Path:
     return p
 
 
-@pytest.mark.parametrize("region,size,word", [("flash", 64 * 1024, "flash"), ("ram", 16 * 1024, "RAM")])
+@pytest.mark.parametrize("region,size,word", [("flash", 64 * 1024, "flash"), ("ram", 1024, "RAM")])
 def test_model_too_large_fails_at_compile_time(board_tools, models_dir, tmp_path, capsys, region, size, word):
     board = _tiny_board(tmp_path, **{region: size})
     out = tmp_path / "out"
