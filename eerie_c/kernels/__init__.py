@@ -176,7 +176,14 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
             continue   # storage-sharing ops (RESHAPE) cost nothing at run time
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
         first_const = len(ctx.consts)
-        low = REGISTRY[op.kind].lower(op, g, ctx)
+        try:
+            low = REGISTRY[op.kind].lower(op, g, ctx)
+        except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as e:
+            # Kernels index their operands by TFLite's arity; the validator checks arity
+            # for the common ops only, so a hand-edited or corrupted model that gives an op
+            # too few operands (or a wrong-shaped constant) ends here: a user error.
+            raise EerieError(f"malformed operands for {op.kind} (op {op.index}): "
+                             f"{type(e).__name__}: {e}") from None
         low.const_bytes = sum(const_bytes(c) for c in ctx.consts[first_const:])
         name = ctx.layer
         n = 1
