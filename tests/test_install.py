@@ -13,7 +13,9 @@ def test_wheel_install_compiles_a_model(models_dir, tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "whl"),
                     str(ROOT)], check=True, cwd=tmp_path)
     wheel = next((tmp_path / "whl").glob("eerie_c-*.whl"))
-    subprocess.run([str(pip), "install", "-q", "--no-deps", str(wheel)], check=True, cwd=tmp_path)
+    subprocess.run([str(pip), "install", "-q", "--no-deps", "--ignore-installed", str(wheel)], check=True, cwd=tmp_path)
+    # --ignore-installed: CI has already pip-installed eerie-c into the base interpreter, which this
+    # venv can see; without it pip would skip the wheel and the venv would have no eerie-c script.
     exe = venv / "bin" / "eerie-c"
     # Run from an unrelated directory so nothing can come from the source tree.
     p = subprocess.run([str(exe), str(models_dir / "ad01_int8.tflite"), "-o", "out"],
