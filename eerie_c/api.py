@@ -83,6 +83,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
         "arena_bytes": plan.arena_bytes, "flash_bytes": flash_consts, "constant_bytes": flash_consts,
+        "state_bytes": plan.state_bytes,   # variable tensors: static, outside the arena
         "macs": int(sum(low.macs for low in lowered)),
         "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
         "ops": [_op_report(g, low, plan) for low in lowered],
@@ -99,7 +100,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         report["code_bytes"] = max(sizes["text"] - flash_consts, 0)
         report["static_data_bytes"] = max(sizes["data"] + sizes["bss"] - plan.arena_bytes, 0)
     else:
-        report["static_data_bytes"] = 0
+        report["static_data_bytes"] = plan.state_bytes
     report["ram_bytes"] = plan.arena_bytes + report["static_data_bytes"] + report["stack_bound_bytes"]
     check_budgets(report, arena_budget, stack_budget)
     res = CompileResult(name, target, files, report, g)

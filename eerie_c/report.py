@@ -36,7 +36,8 @@ def render_markdown(r: dict) -> str:
             q = f", scale {t['scale']:.6g}, zero point {t['zero_point']}" if t.get("scale") is not None else ""
             out.append(f"- {kind[:-1]} {k}: {t['dtype']} {_shape(t['shape'])} ({t['bytes']} B){q}")
     out += ["", "## Memory", "", "| item | bytes |", "|---|---:|"]
-    for key, label in (("arena_bytes", "activation arena"), ("constant_bytes", "constants (weights, requantization)"),
+    for key, label in (("arena_bytes", "activation arena"), ("state_bytes", "state (variable tensors, persist across calls)"),
+                       ("constant_bytes", "constants (weights, requantization)"),
                        ("code_bytes", "code"), ("flash_bytes", "flash total"),
                        ("static_data_bytes", "model static data (besides the arena)"),
                        ("ram_static_bytes", "firmware data + bss (measured)"), ("stack_bound_bytes", "stack bound (proven)"),

@@ -33,8 +33,10 @@ class ModelBuilder:
         self.inputs: list[int] = []
         self.outputs: list[int] = []
 
-    def tensor(self, shape, dtype, scale=None, zero_point=None, axis=0, data=None, name=None) -> int:
+    def tensor(self, shape, dtype, scale=None, zero_point=None, axis=0, data=None, name=None,
+               variable=False) -> int:
         t = fb.TensorT()
+        t.isVariable = bool(variable)   # state that persists across invocations
         t.shape = list(shape)
         t.type = TYPES[dtype]
         t.name = name or f"tensor_{len(self.tensors)}"
@@ -60,6 +62,10 @@ class ModelBuilder:
     def const(self, data, dtype, **kw) -> int:
         arr = np.asarray(data, dtype=NP[dtype])
         return self.tensor(arr.shape, dtype, data=arr, **kw)
+
+    def variable(self, shape, dtype, **kw) -> int:
+        """A variable (state) tensor: contents persist from one invocation to the next."""
+        return self.tensor(shape, dtype, variable=True, **kw)
 
     def input(self, shape, dtype, **kw) -> int:
         i = self.tensor(shape, dtype, **kw)

@@ -11,7 +11,7 @@ import jinja2
 import numpy as np
 
 from .. import __version__
-from ..ir import DTYPE_C, Graph
+from ..ir import DTYPE_C, DTYPE_NP, Graph
 from ..kernels import Const, Lowered, c_comment
 from ..plan import Plan
 from ..resources import resource_dir
@@ -78,6 +78,8 @@ def _ptr(plan: Plan, g: Graph, tid: str, const: bool, name: str) -> str:
         return f"input{p.index}" if const else f"({t.ctype} *)input{p.index}"
     if p.base == "output":
         return f"output{p.index}"
+    if p.base == "state":
+        return f"{name}_state{p.index}"
     return f"({qual}{t.ctype} *)({name}_arena + {p.offset})"
 
 
@@ -91,6 +93,22 @@ def io_info(g: Graph, tids: list[str]) -> list[dict]:
             "scale": c_float(t.scale) if t.quant is not None else None,
             "zero_point": t.zero_point if t.quant is not None else None,
         })
+    return out
+
+
+def state_info(g: Graph, plan: Plan) -> list[dict]:
+    """Static storage of the variable (state) tensors, in NAME_stateK order. `fill` is the
+    byte every element starts with when the initial contents are one repeated byte (reset by
+    memset), else None (reset by memcpy from a const copy of the initial contents)."""
+    out = []
+    for tid, p in sorted(plan.state.items(), key=lambda kv: kv[1].index):
+        t = g.t(tid)
+        init = np.zeros(t.shape, DTYPE_NP[t.dtype]) if t.init is None else np.asarray(t.init)
+        raw = np.ascontiguousarray(init).tobytes()
+        fill = raw[0] if raw and raw.count(raw[:1]) == len(raw) else (0 if not raw else None)
+        out.append({"index": p.index, "ctype": t.ctype, "elements": t.size, "bytes": t.nbytes,
+                    "label": c_comment(t.label), "shape": "x".join(map(str, t.shape)) or "1",
+                    "fill": fill, "data_text": None if fill == 0 else c_array_items(init, t.ctype)})
     return out
 
 
@@ -120,8 +138,10 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
             continue
         params = [f"const {g.t(tid).ctype} *in{k}" for k, tid in enumerate(low.inputs)]
         params += [f"{g.t(tid).ctype} *out{k}" for k, tid in enumerate(low.outputs)]
+        params += [f"{g.t(tid).ctype} *state{k}" for k, tid in enumerate(low.updates)]
         args = [_ptr(plan, g, tid, True, name) for tid in low.inputs]
         args += [_ptr(plan, g, tid, False, name) for tid in low.outputs]
+        args += [_ptr(plan, g, tid, False, name) for tid in low.updates]
         if low.scratch_bytes:
             params.append("uint8_t *scratch")
             args.append(f"{name}_arena + {plan.scratch[low.fn_name].offset}")
@@ -139,6 +159,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         "consts": [{"name": c.cname, "ctype": c.ctype, "size": int(np.asarray(c.data).size),
                     "data_text": c_array_items(c.data, c.ctype), "comment": c.comment} for c in consts],
         "arena_bytes": plan.arena_bytes, "arena_align": plan.align,
+        "state": state_info(g, plan), "state_bytes": plan.state_bytes,
         "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs), "cflags": cflags,
         "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
     }

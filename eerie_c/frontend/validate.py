@@ -247,6 +247,9 @@ def check_graph(g, file_size: int) -> None:
             seen.add(tid)
             if g.t(tid).is_const:
                 raise malformed(f"graph {kind} {k}, {tensor_where(g.t(tid))}, is a constant", "subgraph 0")
+            if g.t(tid).variable:
+                raise EerieError(f"graph {kind} {k}, {tensor_where(g.t(tid))}, is a variable (state) "
+                                 f"tensor: not supported as a graph {kind}")
     both = set(g.inputs) & set(g.outputs)
     if both:
         t = g.t(sorted(both)[0])
@@ -264,7 +267,7 @@ def check_graph(g, file_size: int) -> None:
             if tid is None:
                 continue
             t = g.t(tid)
-            if not t.is_const and tid not in defined:
+            if not t.is_const and not t.variable and tid not in defined:
                 if tid in producer or any(tid in o.outputs for o in g.ops):
                     raise malformed(f"input {k}, {tensor_where(t)}, is used before the op that "
                                     f"produces it (ops out of order or a cycle)", where)
@@ -276,7 +279,7 @@ def check_graph(g, file_size: int) -> None:
                 raise malformed(f"output {k}, {tensor_where(t)}, is a constant", where)
             if tid in g.inputs:
                 raise malformed(f"output {k}, {tensor_where(t)}, is a graph input", where)
-            if tid in producer:
+            if tid in producer and not t.variable:
                 raise malformed(f"output {k}, {tensor_where(t)}, is already produced by op "
                                 f"{producer[tid]}", where)
             producer[tid] = op.index

@@ -42,6 +42,12 @@ class Tensor:
     label: str = ""
     quant: Quant | None = None
     data: np.ndarray | None = None   # constant contents, or None for activations
+    # A variable (state) tensor keeps its contents across invocations (TFLite is_variable):
+    # never constant (data stays None), never in the activation arena: it gets its own
+    # static storage, initialised to `init` (None: all zero bytes) and restored to it by
+    # NAME_reset_state(). Kernels that write it list it in Lowered.updates.
+    variable: bool = False
+    init: np.ndarray | None = None
 
     @property
     def is_const(self) -> bool:
@@ -101,12 +107,21 @@ class Graph:
         return None
 
     def activations(self) -> list[str]:
-        """Ids of non-constant tensors that ops read or write, in first-use order."""
+        """Ids of non-constant, non-variable tensors that ops read or write, in first-use order."""
         seen: dict[str, None] = {}
         for tid in self.inputs:
             seen[tid] = None
         for op in self.ops:
             for tid in list(op.inputs) + list(op.outputs):
-                if tid is not None and not self.tensors[tid].is_const:
+                if tid is not None and not self.tensors[tid].is_const and not self.tensors[tid].variable:
+                    seen[tid] = None
+        return list(seen)
+
+    def variables(self) -> list[str]:
+        """Ids of the variable (state) tensors that ops use, in first-use order."""
+        seen: dict[str, None] = {}
+        for op in self.ops:
+            for tid in list(op.inputs) + list(op.outputs):
+                if tid is not None and self.tensors[tid].variable:
                     seen[tid] = None
         return list(seen)

@@ -1,5 +1,6 @@
 """IR verifier, run after every stage: ids resolve, no use before definition, one writer
-per tensor, constants are never written, data matches declared shape and dtype."""
+per tensor (variable tensors excepted: state is always defined and may be rewritten),
+constants are never written, data matches declared shape and dtype."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,17 @@ def verify_graph(g: Graph, stage: str) -> Graph:
                 bug(f"constant {tid} data is {t.data.dtype}, declared {t.dtype}")
             if tuple(t.data.shape) != tuple(t.shape):
                 bug(f"constant {tid} data shape {t.data.shape}, declared {t.shape}")
-    defined = set(g.inputs) | {tid for tid, t in g.tensors.items() if t.is_const}
+        if t.variable:
+            if t.data is not None:
+                bug(f"variable tensor {tid} also has constant data")
+            if tid in g.inputs or tid in g.outputs:
+                bug(f"variable tensor {tid} is a graph input or output")
+            if t.init is not None and (t.init.dtype != np.dtype(DTYPE_NP[t.dtype])
+                                       or tuple(t.init.shape) != tuple(t.shape)):
+                bug(f"variable {tid} initial contents are {t.init.dtype} {t.init.shape}, "
+                    f"declared {t.dtype} {t.shape}")
+    # Variable (state) tensors hold their previous contents at every point: always defined.
+    defined = set(g.inputs) | {tid for tid, t in g.tensors.items() if t.is_const or t.variable}
     for tid in g.inputs:
         if tid not in g.tensors:
             bug(f"graph input {tid} is not a tensor")
@@ -40,6 +51,8 @@ def verify_graph(g: Graph, stage: str) -> Graph:
         for tid in op.outputs:
             if tid not in g.tensors:
                 bug(f"{where} writes unknown tensor {tid}")
+            if g.tensors[tid].variable:
+                continue   # state is updated in place by any number of ops
             if op.attrs.get("rewrites"):
                 # A control-flow copy (else branch, loop-carried value) writes a tensor that
                 # an earlier copy defined.

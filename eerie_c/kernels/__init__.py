@@ -9,6 +9,14 @@ The emitter wraps the body in `static inline void NAME(const T *in0, ..., T *out
 parameters are `in0..inN` for the op's activation inputs (constants are referenced as globals
 by the names `ctx.const()` returns) and `out0..outM` for its outputs, plus `scratch` when the
 kernel asks for scratch bytes. The dtype key of an op is the dtype of its first input.
+
+Variable (state) tensors (`Tensor.variable`: TFLite is_variable, contents persist across
+invocations, e.g. SVDF's activation state, LSTM's hidden and cell state) live in their own
+static storage, not in the arena. A kernel that only READS one lists it in `inputs` as usual
+(a `const T *inK`). A kernel that WRITES one (reads and updates it in place) lists it in
+`Lowered.updates` instead: those come as non-const `T *state0, T *state1, ...` parameters
+after the outputs (and before `scratch`). The initial contents are restored by the generated
+NAME_reset_state().
 """
 from __future__ import annotations
 
@@ -53,6 +61,9 @@ class Lowered:
     # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
     control: tuple[int, list[str], int] | None = None
     declares: list[str] = field(default_factory=list)
+    # Variable (state) tensor ids the kernel reads AND writes in place -> state0, state1, ...
+    # (non-const parameters after the outputs); see the module docstring.
+    updates: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -30,6 +30,10 @@ class Plan:
     scratch: dict[str, Placement]
     buffers: list[Buffer] = field(default_factory=list)
     align: int = ALIGN
+    # Variable (state) tensors: own static storage (also listed in `tensors` with base
+    # "state", index k = their storage NAME_stateK), never in the arena.
+    state: dict[str, Placement] = field(default_factory=dict)
+    state_bytes: int = 0
 
 
 def _align(n: int, a: int) -> int:
@@ -79,4 +83,7 @@ def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, ali
     for b in bufs:
         if b.key.startswith("scratch:"):
             scratch_pl[b.key[len("scratch:"):]] = Placement("arena", 0, offsets.get(b.key, 0), b.size)
-    return Plan(arena_bytes, tensors, scratch_pl, bufs, align)
+    state = {tid: Placement("state", k, 0, g.t(tid).nbytes) for k, tid in enumerate(g.variables())}
+    tensors.update(state)
+    return Plan(arena_bytes, tensors, scratch_pl, bufs, align, state,
+                sum(p.size for p in state.values()))

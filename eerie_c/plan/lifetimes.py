@@ -2,7 +2,8 @@
 
 Tensors joined by an aliasing op (RESHAPE) form one storage group; a group lives from the
 first definition of any member to the last use of any member. Graph inputs are live from
-step -1 (before the first op); graph outputs live to the end.
+step -1 (before the first op); graph outputs live to the end. Variable (state) tensors are
+not activations (Graph.activations() leaves them out): they have static storage of their own.
 """
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ def inplace_allowed(g: Graph, step: int, find) -> bool:
     if not op.inputs or op.inputs[0] is None or not op.outputs:
         return False
     a, b = op.inputs[0], op.outputs[0]
-    if g.t(a).is_const:
-        return False
+    if g.t(a).is_const or g.t(a).variable or g.t(b).variable:
+        return False   # variable (state) tensors live outside the arena
     ra, rb = find(a), find(b)
     if ra == rb:
         return False
@@ -86,6 +87,8 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None) -> list
         groups[rep[tid]].start = -1
     for step, op in enumerate(g.ops):
         for tid in op.outputs:
+            if tid not in rep:
+                continue   # a variable (state) tensor: static storage, not the arena
             b = groups[rep[tid]]
             b.start, b.end = min(b.start, step), max(b.end, step)
         for tid in op.inputs:

@@ -1,6 +1,7 @@
 """Independent check of a memory plan: re-derives lifetimes straight from the IR (not from
 the planner's buffers) and proves that simultaneously live arena tensors never share a byte,
 that every offset is aligned, and that the arena is exactly as large as reported.
+Variable (state) tensors must each have their own static storage, outside the arena.
 
 One exception to "never share a byte", the in-place rule: the output 0 of an op whose kernel
 declared it safe (op.attrs["inplace_of_input"], from Lowered.inplace) may overlap its input 0
@@ -29,10 +30,12 @@ def _live_ranges(g: Graph) -> dict[str, tuple[int, int]]:
         last[tid] = -1
     for step, op in enumerate(g.ops):
         for tid in op.inputs:
-            if tid is not None and not g.t(tid).is_const:
+            if tid is not None and not g.t(tid).is_const and not g.t(tid).variable:
                 last[tid] = step
                 first.setdefault(tid, step)
         for tid in op.outputs:
+            if g.t(tid).variable:
+                continue
             first.setdefault(tid, step)
             last[tid] = max(last.get(tid, step), step)
     for tid in g.outputs:
@@ -63,6 +66,30 @@ def _prove_user_buffers(g: Graph, plan: Plan) -> None:
                                   f"its own {base} buffer {k}")
 
 
+def _prove_state(g: Graph, plan: Plan) -> None:
+    """Every variable (state) tensor an op uses has its own static storage of its full size,
+    one per tensor, and is never placed in the arena; nothing else is placed as state."""
+    used = [t for t in dict.fromkeys(t for op in g.ops for t in list(op.inputs) + list(op.outputs))
+            if t is not None and g.t(t).variable]
+    if set(plan.state) != set(used):
+        raise CompilerBug(f"arena proof: state storage for {sorted(plan.state)}, but the ops use "
+                          f"variable tensors {sorted(used)}")
+    seen = set()
+    for tid, p in plan.state.items():
+        if p.base != "state" or plan.tensors.get(tid) != p or p.index in seen:
+            raise CompilerBug(f"arena proof: variable tensor {tid} is not in its own state storage")
+        if p.size != g.t(tid).nbytes:
+            raise CompilerBug(f"arena proof: state storage of {tid} holds {p.size} B, the tensor "
+                              f"needs {g.t(tid).nbytes} B")
+        seen.add(p.index)
+    for tid, p in plan.tensors.items():
+        if p.base == "state" and tid not in plan.state:
+            raise CompilerBug(f"arena proof: {tid} is placed in state storage but is no variable")
+    if plan.state_bytes != sum(p.size for p in plan.state.values()):
+        raise CompilerBug(f"arena proof: reported state {plan.state_bytes} B, variables need "
+                          f"{sum(p.size for p in plan.state.values())} B")
+
+
 def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
     """{root(input), root(output)} of every in-place op that satisfies the rule above."""
     users = set(g.inputs) | set(g.outputs)
@@ -88,6 +115,7 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
 
 def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None) -> dict:
     _prove_user_buffers(g, plan)
+    _prove_state(g, plan)
     ranges = _live_ranges(g)
     items = []   # (name, start, end, offset, size, align)
     for tid, p in plan.tensors.items():
@@ -133,4 +161,5 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
     expected = (used + plan.align - 1) // plan.align * plan.align
     if plan.arena_bytes != expected:
         raise CompilerBug(f"arena proof: reported arena {plan.arena_bytes} B, tensors need {expected} B")
-    return {"check": "arena_plan", "ok": True, "buffers": len(items), "arena_bytes": plan.arena_bytes}
+    return {"check": "arena_plan", "ok": True, "buffers": len(items), "arena_bytes": plan.arena_bytes,
+            "state_bytes": plan.state_bytes}
