@@ -73,6 +73,8 @@ class KernelInfo:
     lower: Callable[[Op, Graph, "LowerCtx"], Lowered]
     family: str
     key_input: int = 0          # which input's dtype is the op's dtype key (SELECT: 1)
+    # dtype -> lowering function when several modules share one op kind (see _merge_kernel)
+    by_dtype: dict = field(default_factory=dict)
 
 
 REGISTRY: dict[str, KernelInfo] = {}
@@ -88,10 +90,29 @@ def const_bytes(c: Const) -> int:
 
 def kernel(kind: str, dtypes: tuple[str, ...], key_input: int = 0):
     def register(fn):
-        REGISTRY[kind] = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1],
-                                    key_input)
+        info = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1], key_input)
+        old = REGISTRY.get(kind)
+        if old is not None and old.family != info.family:
+            info = _merge_kernel(old, info)
+        REGISTRY[kind] = info
         return fn
     return register
+
+
+def _merge_kernel(old: KernelInfo, new: KernelInfo) -> KernelInfo:
+    """A second module adds dtypes to an op kind: one entry that dispatches on the op's dtype
+    key (a (kind, dtype) pair still has exactly one lowering)."""
+    clash = set(old.dtypes) & set(new.dtypes)
+    if clash or old.key_input != new.key_input:
+        raise RuntimeError(f"kernel {new.kind}: modules {old.family} and {new.family} both "
+                           f"register {sorted(clash)} (or disagree on key_input)")
+    table = dict(old.by_dtype) or {d: old.lower for d in old.dtypes}
+    table.update({d: new.lower for d in new.dtypes})
+
+    def lower(op, g, ctx):
+        return table[op_dtype(op, g)](op, g, ctx)
+
+    return KernelInfo(new.kind, old.dtypes + new.dtypes, lower, old.family, old.key_input, table)
 
 
 def load_all():
