@@ -89,4 +89,4 @@ def _lower_pad(op, g, ctx):
 
 
 for _kind in ("PAD", "PADV2"):
-    kernel(_kind, dtypes=("int8", "float32", "int32"))(_lower_pad)
+    kernel(_kind, dtypes=("int8", "float32", "int32", "int16"))(_lower_pad)
