@@ -139,3 +139,67 @@ def test_pad_int16(tmp_path, kind):
     mb.op(kind, ins, [y], "PadV2Options" if kind == "PADV2" else "PadOptions")
     mb.output(y)
     assert_matches_tflm(mb.build(), [full_range([1, 3, 4, 2], 3, 0)], tmp_path)
+
+
+def softmax16(shape, in_scale, beta, in_zp=0):
+    mb = ModelBuilder()
+    x = mb.input(shape, "int16", scale=in_scale, zero_point=in_zp)
+    y = mb.tensor(shape, "int16", scale=1 / 32768, zero_point=0)
+    mb.op("SOFTMAX", [x], [y], "SoftmaxOptions", beta=beta)
+    mb.output(y)
+    return mb.build()
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5, 2.7])
+@pytest.mark.parametrize("shape", [[1, 10], [2, 3, 5], [4, 1], [1, 300]])
+def test_softmax_int16(tmp_path, shape, beta):
+    """Full-range inputs; the input scale makes the row differences span the exp table."""
+    model = softmax16(shape, 10.0 / 32768, beta)
+    assert_matches_tflm(model, [full_range(shape, 3, len(shape))], tmp_path)
+
+
+@pytest.mark.parametrize("in_scale", [1 / 4096, 0.01, 3e-5, 1.0])
+def test_softmax_int16_scales(tmp_path, in_scale):
+    """Small and large input scales (right and left shifts of the diff rescale) and a flat
+    row."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3000, 3000, size=(3, 2, 16)).astype(np.int16)
+    x[0, 0, :] = 7        # a flat row: every exp equal
+    model = softmax16([2, 16], in_scale, 1.0)
+    assert_matches_tflm(model, [x], tmp_path)
+
+
+def test_softmax_int16_tables_cover_every_entry(tmp_path):
+    """Row differences 0 .. -65535 reach every entry of the exp table, and rows with one to
+    many large values reach a wide span of the 1 / (1 + x) table."""
+    d = np.arange(0, 65536, 97, dtype=np.int64)
+    row = (32767 - d).astype(np.int16)[:256]
+    x = np.stack([row, np.roll(row, 7), np.where(np.arange(256) % 3 == 0, 32767, row)])
+    x = x.reshape(3, 1, 256).astype(np.int16)
+    model = softmax16([1, 256], 10.0 / 65535, 1.0)
+    assert_matches_tflm(model, [x], tmp_path)
+
+
+def test_softmax_int16_lut_matches_tflm_construction():
+    """Spot values of the exp table: exp(0) = 1 saturates to 32767, exp(-10) * 32768 ~ 1."""
+    from eerie_c.kernels.softmax_16x8 import exp_lut, one_over_one_plus_x_lut
+    e, r = exp_lut(), one_over_one_plus_x_lut()
+    assert e.shape == r.shape == (513,)
+    assert e[-1] == 32767 and 0 <= e[0] <= 2 and np.all(np.diff(e.astype(int)) >= 0)
+    assert r[0] == 32767 and r[-1] == 16384 and np.all(np.diff(r.astype(int)) <= 0)
+
+
+def test_softmax_int16_rejects_output_quantization(tmp_path):
+    mb = ModelBuilder()
+    x = mb.input([1, 4], "int16", scale=0.001, zero_point=0)
+    y = mb.tensor([1, 4], "int16", scale=1 / 65536, zero_point=-32768)
+    mb.op("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
+    mb.output(y)
+    with pytest.raises(EerieError, match="1/32768"):
+        eerie_run(mb.build(), [random_inputs([1, 4], "int16", 1)], tmp_path)
+
+
+def test_softmax_int16_rejects_input_zero_point(tmp_path):
+    with pytest.raises(EerieError, match="zero point 0"):
+        eerie_run(softmax16([1, 4], 0.001, 1.0, in_zp=5), [random_inputs([1, 4], "int16", 1)],
+                  tmp_path)
