@@ -130,16 +130,18 @@ def _op_report(g, low, plan):
 
 
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
-                  board=None, arena_budget: int | None = None, stack_budget: int | None = None
-                  ) -> CompileResult:
+                  board=None, arena_budget: int | None = None, stack_budget: int | None = None,
+                  max_iterations: int | None = None) -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
-    Makefile) after checking that the model fits the board's flash and RAM."""
+    Makefile) after checking that the model fits the board's flash and RAM. max_iterations
+    bounds loops whose trip count is not proved at compile time (TFLite WHILE, torch
+    while_loop; a run that needs more returns 1 from NAME_invoke)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
-        g = load_model(path, name)
+        g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
     if brd is not None:
@@ -248,15 +250,15 @@ def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np
 
 def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_dir=None,
               name: str | None = None, board=None, timeout: float | None = None,
-              arena_budget: int | None = None, stack_budget: int | None = None
-              ) -> tuple[list[np.ndarray], dict]:
+              arena_budget: int | None = None, stack_budget: int | None = None,
+              max_iterations: int | None = None) -> tuple[list[np.ndarray], dict]:
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
-        g = load_model(path, name)
+        g = load_model(path, name, max_iterations)
     if getattr(g, "dynamic_batch", None):
         raise EerieError(f"{path.name} has a dynamic batch dimension: run it with eerie_c.run(module, "
                          f"inferences, example_args, dynamic_shapes=...) or call NAME_invoke(..., batch)")

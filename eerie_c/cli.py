@@ -38,6 +38,7 @@ def _compile_parser() -> argparse.ArgumentParser:
                    help="also write a firmware project for this board (see `eerie-c boards`)")
     p.add_argument("--name", default=None, help="C name prefix (default: from the file name)")
     _budget_args(p)
+    _loop_arg(p)
     p.add_argument("--report", action="store_true",
                    help="print a short summary of the report (memory, budgets, verification)")
     p.add_argument("--version", action="version", version=f"eerie-c {__version__}")
@@ -49,6 +50,13 @@ def _budget_args(p: argparse.ArgumentParser):
                    help="fail if the activation arena needs more (e.g. 65536, 64k)")
     p.add_argument("--stack-budget", default=None, metavar="BYTES",
                    help="fail if the proven worst-case stack of NAME_invoke is larger")
+
+
+def _loop_arg(p: argparse.ArgumentParser):
+    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help="most trips of a loop whose trip count is not proved at compile time "
+                        "(TFLite WHILE: required then; .pt2: default 1000); a run that needs "
+                        "more makes NAME_invoke return 1")
 
 
 def _budgets(a) -> dict:
@@ -69,6 +77,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--out", default=None, help="keep the build directory here")
     _budget_args(p)
+    _loop_arg(p)
     return p
 
 
@@ -85,7 +94,8 @@ def cmd_compile(argv):
     from .api import compile_model, default_name
     a = _compile_parser().parse_args(argv)
     out = a.out or (a.name or default_name(a.model))
-    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board, **_budgets(a))
+    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board,
+                        max_iterations=a.max_iterations, **_budgets(a))
     r = res.report
     if a.board:
         print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
@@ -105,7 +115,8 @@ def cmd_run(argv):
         raise EerieError("eerie-c run needs at least one --input")
     arrays = [_load_npy(p) for p in a.input]
     outputs, report = run_model(a.model, arrays, target=a.target, out_dir=a.out, name=a.name,
-                                board=a.board, timeout=a.timeout, **_budgets(a))
+                                board=a.board, timeout=a.timeout, max_iterations=a.max_iterations,
+                                **_budgets(a))
     if a.output and len(a.output) != len(outputs):
         raise EerieError(f"the model has {len(outputs)} output(s) but {len(a.output)} --output paths were given")
     for k, o in enumerate(outputs):

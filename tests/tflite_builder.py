@@ -17,7 +17,7 @@ from ai_edge_litert import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "int16": fb.TensorType.INT16,
          "int32": fb.TensorType.INT32, "uint8": fb.TensorType.UINT8, "int64": fb.TensorType.INT64,
-         "bool": fb.TensorType.BOOL}
+         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE}
 NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
       "uint8": np.uint8, "int64": np.int64, "bool": np.bool_}
 ACT = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
@@ -32,6 +32,20 @@ class ModelBuilder:
         self.ops: list = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        self.subgraphs: list["ModelBuilder"] = []   # extra subgraphs 1.. (see subgraph())
+        self.name = "main"
+
+    def subgraph(self, name: str | None = None) -> "ModelBuilder":
+        """A further subgraph (for IF / WHILE / CALL_ONCE) sharing this model's buffers and
+        operator codes; `.index` is its subgraph index. Build it like the main one; only the
+        main builder's build() writes the model."""
+        root = getattr(self, "root", self)
+        sub = ModelBuilder()
+        sub.buffers, sub.opcodes, sub.root = root.buffers, root.opcodes, root
+        root.subgraphs.append(sub)
+        sub.index = len(root.subgraphs)
+        sub.name = name or f"subgraph_{sub.index}"
+        return sub
 
     def tensor(self, shape, dtype, scale=None, zero_point=None, axis=0, data=None, name=None,
                variable=False) -> int:
@@ -101,14 +115,18 @@ class ModelBuilder:
             o.builtinOptions = opts
         self.ops.append(o)
 
-    def build(self) -> bytes:
+    def _subgraph_t(self):
         sg = fb.SubGraphT()
         sg.tensors, sg.operators = self.tensors, self.ops
         sg.inputs, sg.outputs = self.inputs, self.outputs
-        sg.name = "main"
+        sg.name = self.name
+        return sg
+
+    def build(self) -> bytes:
         m = fb.ModelT()
         m.version = 3
-        m.operatorCodes, m.subgraphs, m.buffers = self.opcodes, [sg], self.buffers
+        m.operatorCodes, m.buffers = self.opcodes, self.buffers
+        m.subgraphs = [self._subgraph_t()] + [s._subgraph_t() for s in self.subgraphs]
         m.description = "eerie-c test model"
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")

@@ -1,6 +1,8 @@
 """TFLite flatbuffer -> IR, with the `tflite` package's generated readers.
 
-Only subgraph 0 is read here. Builtin options are turned into a plain attrs dict by
+Subgraph 0 is the model; the subgraphs that IF / WHILE / CALL_ONCE name are inlined into it
+as regions by tflite_control.py (which also turns resource variables into state tensors).
+Builtin options are turned into a plain attrs dict by
 reflection over the options table (CamelCase getters -> snake_case keys), with the enums that
 kernels care about (padding, fused activation) spelled out as strings.
 """
@@ -13,6 +15,7 @@ import tflite
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Quant, Tensor, verify_graph
+from .tflite_control import CONTROL_KINDS, expand_control
 from .validate import check_graph, check_shape, malformed, quote, verify_flatbuffer
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
@@ -46,7 +49,9 @@ def _options_attrs(op) -> dict:
     opts.Init(table.Bytes, table.Pos)
     attrs = {}
     for getter in dir(cls):
-        if getter.startswith("_") or getter.startswith(_SKIP_GETTERS) or "BufferHasIdentifier" in getter:
+        # (exactly "Init": CallOnceOptions has an InitSubgraphIndex field)
+        if getter.startswith("_") or getter == "Init" or getter.startswith(_SKIP_GETTERS[1:]) \
+                or "BufferHasIdentifier" in getter:
             continue
         if getter.endswith(("AsNumpy", "Length", "IsNone")):
             continue
@@ -126,7 +131,7 @@ def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
     return Tensor(id=f"t{i}", shape=shape, dtype=dtype, label=label, quant=quant, data=data), None
 
 
-def load_tflite(buf: bytes, name: str) -> Graph:
+def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Graph:
     """Read and validate an untrusted .tflite file. Any problem with the file is an
     EerieError naming what is wrong and where; nothing else escapes."""
     if len(buf) < 8 or buf[4:8] != b"TFL3":
@@ -134,7 +139,7 @@ def load_tflite(buf: bytes, name: str) -> Graph:
     loc = ["the model"]
     try:
         verify_flatbuffer(buf)
-        g = _load(buf, name, loc)
+        g = _load(buf, name, loc, max_iterations)
         check_graph(g, len(buf))
     except EerieError:
         raise
@@ -146,7 +151,7 @@ def load_tflite(buf: bytes, name: str) -> Graph:
     return verify_graph(g, "frontend")
 
 
-def _load(buf: bytes, name: str, loc: list[str]) -> Graph:
+def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = None) -> Graph:
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() < 1:
         raise malformed("the model has no subgraph")
@@ -159,15 +164,32 @@ def _load(buf: bytes, name: str, loc: list[str]) -> Graph:
             codes.append("CUSTOM:" + (c.CustomCode() or b"?").decode("ascii", "backslashreplace"))
         else:
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
-    sg = model.Subgraphs(0)
-    tensors, bad_types = {}, {}
+    tensors, ir_ops, inputs, outputs, resources = _read_subgraph(model, buf, 0, codes, loc)
+    g = Graph(name=name, tensors=tensors, ops=ir_ops, inputs=inputs, outputs=outputs)
+    if resources or any(op.kind in CONTROL_KINDS for op in ir_ops):
+        # IF / WHILE / CALL_ONCE subgraphs inlined as regions, resource variables as state.
+        def read(s: int, prefix: str):
+            return _read_subgraph(model, buf, s, codes, loc, prefix)
+        g = expand_control(g, resources, read, model.SubgraphsLength(), max_iterations)
+    return g
+
+
+def _read_subgraph(model, buf: bytes, s: int, codes: list[str], loc: list[str], prefix: str = ""):
+    """Tensors (ids prefix + "t<i>"), ops, inputs and outputs of subgraph `s`, plus the ids of
+    its RESOURCE tensors (variable handles, kept out of the tensor table)."""
+    sg = model.Subgraphs(s)
+    where_sg = f"subgraph {s}"
+    tensors, bad_types, resources = {}, {}, set()
     n_tensors = sg.TensorsLength()
     for i in range(n_tensors):
-        loc[0] = f"tensor {i}"
+        loc[0] = f"tensor {i}" if s == 0 else f"{where_sg} tensor {i}"
         t, bad = _tensor(model, buf, sg, i)
-        if bad:
+        if bad == "RESOURCE":
+            resources.add(f"{prefix}t{i}")
+        elif bad:
             bad_types.setdefault(bad, []).append(i)
         else:
+            t.id = prefix + t.id
             tensors[t.id] = t
 
     def tid(i: int, where: str) -> str | None:
@@ -175,36 +197,36 @@ def _load(buf: bytes, name: str, loc: list[str]) -> Graph:
             return None
         if not 0 <= i < n_tensors:
             raise malformed(f"tensor index {i} is out of range ({n_tensors} tensors)", where)
-        return f"t{i}"
+        return f"{prefix}t{i}"
 
     ops = []
     for k in range(sg.OperatorsLength()):
-        loc[0] = f"op {k}"
+        loc[0] = f"op {k}" if s == 0 else f"{where_sg} op {k}"
         o = sg.Operators(k)
         if o.OpcodeIndex() >= len(codes):
             raise malformed(f"opcode index {o.OpcodeIndex()} is out of range ({len(codes)} operator codes)",
-                            f"op {k}")
+                            loc[0])
         kind = codes[o.OpcodeIndex()]
-        where = f"op {k} ({kind})"
+        where = f"{loc[0]} ({kind})"
         loc[0] = where
         ins = [tid(int(i), where) for i in o.InputsAsNumpy()] if not o.InputsIsNone() else []
         outs = [tid(int(i), where) for i in o.OutputsAsNumpy()] if not o.OutputsIsNone() else []
         if any(x is None for x in outs):
             raise malformed("an output is omitted (-1)", where)
         ops.append((k, kind, ins, outs, o))
-    loc[0] = "subgraph 0"
-    inputs = [tid(int(i), "subgraph 0 inputs") for i in sg.InputsAsNumpy()] if not sg.InputsIsNone() else []
-    outputs = [tid(int(i), "subgraph 0 outputs") for i in sg.OutputsAsNumpy()] if not sg.OutputsIsNone() else []
+    loc[0] = where_sg
+    inputs = [tid(int(i), f"{where_sg} inputs") for i in sg.InputsAsNumpy()] if not sg.InputsIsNone() else []
+    outputs = [tid(int(i), f"{where_sg} outputs") for i in sg.OutputsAsNumpy()] if not sg.OutputsIsNone() else []
     if bad_types:
         # Only after every index has been checked: a corrupt file is reported as such.
         items = "; ".join(f"{k} x{len(v)} (tensors {', '.join(map(str, v[:5]))}"
                           f"{', ...' if len(v) > 5 else ''})" for k, v in sorted(bad_types.items()))
-        raise EerieError(f"unsupported tensor dtype: {items}")
+        raise EerieError(f"unsupported tensor dtype: {items}" + (f" in {where_sg}" if s else ""))
     ir_ops = []
     for k, kind, ins, outs, o in ops:
-        loc[0] = f"op {k} ({kind}) builtin options"
-        layer = tensors[outs[0]].label if outs else ""
+        loc[0] = f"op {k} ({kind}) builtin options" if s == 0 else f"{where_sg} op {k} ({kind}) builtin options"
+        layer = tensors[outs[0]].label if outs and outs[0] in tensors else ""
         ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
                          name=layer or f"{kind.lower()}_{k}", index=k))
-    loc[0] = "subgraph 0"
-    return Graph(name=name, tensors=tensors, ops=ir_ops, inputs=inputs, outputs=outputs)
+    loc[0] = where_sg
+    return tensors, ir_ops, inputs, outputs, resources

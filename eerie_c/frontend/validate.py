@@ -261,7 +261,7 @@ def check_graph(g, file_size: int) -> None:
     producer: dict[str, int] = {}
     for op in g.ops:
         where = op_where(op)
-        if not op.outputs:
+        if not op.outputs and not op.regions:   # (CALL_ONCE's IF makes nothing)
             raise malformed("the op has no outputs", where)
         for k, tid in enumerate(op.inputs):
             if tid is None:
