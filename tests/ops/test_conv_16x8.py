@@ -18,17 +18,17 @@ def _out(size, k, s, d, pad):
     return (size + s - 1) // s if pad == "SAME" else (size + s - eff) // s
 
 
-def _bias(mb, rng, n, wscale, dtype):
+def _bias(mb, rng, n, wscale, dtype, hi=2 ** 22):
+    """`hi` about the size of the sums, so neither swamps the other."""
     if dtype is None:
         return []
     bscale = X_SCALE * np.asarray(wscale, np.float32)
-    hi = 2 ** 40 if dtype == "int64" else 2 ** 24
     return [mb.const(rng.integers(-hi, hi, n), dtype, scale=bscale, zero_point=[0] * len(bscale),
                      axis=0)]
 
 
 def conv_model(kind, in_shape, out_c, k, stride=1, dilation=1, pad="SAME", act="NONE",
-               bias="int64", per_channel=True, out_scale=None, seed=0):
+               bias="int64", per_channel=True, out_scale=None, bias_hi=2 ** 22, seed=0):
     """CONV_2D (out_c filters) or DEPTHWISE_CONV_2D (out_c = in_c * depth multiplier)."""
     rng = np.random.default_rng(seed)
     n, h, w_, c = in_shape
@@ -42,12 +42,12 @@ def conv_model(kind, in_shape, out_c, k, stride=1, dilation=1, pad="SAME", act="
     else:
         w = mb.const(rng.integers(-127, 128, (1, kh, kw, out_c)), "int8", scale=wscale,
                      zero_point=[0] * len(wscale), axis=3)
-    ins = [x, w] + _bias(mb, rng, out_c, wscale, bias)
+    ins = [x, w] + _bias(mb, rng, out_c, wscale, bias, bias_hi)
     oh, ow = _out(h, kh, stride, dilation, pad), _out(w_, kw, stride, dilation, pad)
-    # an output scale that keeps most results inside int16 but saturates some
+    # by default an output scale that keeps most results of full-range inputs inside int16
     taps = kh * kw * (c if kind == "CONV_2D" else 1)
     y = mb.tensor([n, oh, ow, out_c], "int16",
-                  scale=out_scale or X_SCALE * 0.01 * 20 * np.sqrt(taps), zero_point=0)
+                  scale=out_scale or X_SCALE * 2 * np.sqrt(taps), zero_point=0)
     common = dict(padding=PAD[pad], strideW=stride, strideH=stride, dilationWFactor=dilation,
                   dilationHFactor=dilation, fusedActivationFunction=ACT[act])
     if kind == "CONV_2D":
@@ -58,23 +58,26 @@ def conv_model(kind, in_shape, out_c, k, stride=1, dilation=1, pad="SAME", act="
     return mb.build()
 
 
-def fc_model(batches, depth, units, act="NONE", bias="int64", per_channel=False, seed=0):
+def fc_model(batches, depth, units, act="NONE", bias="int64", per_channel=False, out_scale=None,
+             bias_hi=2 ** 22, seed=0):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.input([batches, depth], "int16", scale=X_SCALE, zero_point=0)
     wscale = rng.uniform(0.002, 0.02, units) if per_channel else [0.01]
     w = mb.const(rng.integers(-127, 128, (units, depth)), "int8", scale=wscale,
                  zero_point=[0] * len(wscale), axis=0)
-    ins = [x, w] + (_bias(mb, rng, units, wscale, bias) or [-1])
-    y = mb.tensor([batches, units], "int16", scale=X_SCALE * 0.01 * 20 * np.sqrt(depth),
+    ins = [x, w] + (_bias(mb, rng, units, wscale, bias, bias_hi) or [-1])
+    y = mb.tensor([batches, units], "int16", scale=out_scale or X_SCALE * 2 * np.sqrt(depth),
                   zero_point=0)
     mb.op("FULLY_CONNECTED", ins, [y], "FullyConnectedOptions", fusedActivationFunction=ACT[act])
     mb.output(y)
     return mb.build()
 
 
-def _check(model, shape, tmp_path, n=3, seed=1):
-    assert_matches_tflm(model, [random_inputs(shape, "int16", n, seed=seed)], tmp_path)
+def _check(model, shape, tmp_path, n=3, seed=1, shrink=1):
+    """Random int16 inputs over the whole range (divided by `shrink`)."""
+    x = (random_inputs(shape, "int16", n, seed=seed) // shrink).astype(np.int16)
+    assert_matches_tflm(model, [x], tmp_path)
 
 
 # --- CONV_2D ---------------------------------------------------------------------------
@@ -99,9 +102,11 @@ def test_conv_geometry(tmp_path, stride, pad, dilation, k, bias):
 @pytest.mark.parametrize("act", ["RELU", "RELU6", "RELU_N1_TO_1"])
 @pytest.mark.parametrize("bias", ["int64", None])
 def test_conv_activations(tmp_path, act, bias):
-    # output scale small enough that RELU6 / RELU_N1_TO_1 clamp inside the int16 range
-    model = conv_model("CONV_2D", [1, 5, 5, 2], 3, (3, 3), act=act, bias=bias, out_scale=1e-4)
-    _check(model, [1, 5, 5, 2], tmp_path)
+    # smaller inputs and an output scale that puts 6.0 and -1..1 well inside int16, so the
+    # clamps of RELU6 / RELU_N1_TO_1 cut some results and pass others
+    model = conv_model("CONV_2D", [1, 5, 5, 2], 3, (3, 3), act=act, bias=bias, out_scale=4e-4,
+                       bias_hi=2 ** 16)
+    _check(model, [1, 5, 5, 2], tmp_path, shrink=16)
 
 
 def test_conv_int32_accumulator_wraps(tmp_path):
@@ -143,8 +148,9 @@ def test_depthwise_geometry(tmp_path, stride, pad, dilation, k):
 
 @pytest.mark.parametrize("act", ["RELU", "RELU6"])
 def test_depthwise_activations(tmp_path, act):
-    model = conv_model("DEPTHWISE_CONV_2D", [1, 5, 4, 3], 6, (3, 3), act=act, out_scale=1e-4)
-    _check(model, [1, 5, 4, 3], tmp_path)
+    model = conv_model("DEPTHWISE_CONV_2D", [1, 5, 4, 3], 6, (3, 3), act=act, out_scale=4e-4,
+                       bias_hi=2 ** 16)
+    _check(model, [1, 5, 4, 3], tmp_path, shrink=16)
 
 
 def test_depthwise_int32_bias_is_rejected(tmp_path):
@@ -166,8 +172,8 @@ def test_fc_bias_types(tmp_path, bias, per_channel):
 
 @pytest.mark.parametrize("act", ["RELU", "RELU6", "RELU_N1_TO_1"])
 def test_fc_activations(tmp_path, act):
-    model = fc_model(2, 16, 9, act=act)
-    _check(model, [2, 16], tmp_path)
+    model = fc_model(2, 16, 9, act=act, out_scale=4e-4, bias_hi=2 ** 16)
+    _check(model, [2, 16], tmp_path, shrink=16)
 
 
 # --- rejected variants -----------------------------------------------------------------------
