@@ -1,5 +1,6 @@
 """Comparisons (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL), LOGICAL_AND / OR /
-NOT, SELECT_V2, MAXIMUM and MINIMUM, all with TFLite broadcasting resolved at compile time.
+NOT, SELECT_V2, MAXIMUM and MINIMUM, all with TFLite broadcasting resolved at compile time,
+and SELECT (v1: no broadcasting, a 1-D condition picks along the first dim).
 
 Dtypes are those TFLM runs: comparisons on float32, int32, int64 and int8 (EQUAL / NOT_EQUAL
 also bool; TFLM's int16 GREATER is not taken: its results do not follow its own scaling rule,
@@ -124,5 +125,34 @@ def lower_select_v2(op, g, ctx):
     pc = operand(c.id, g, ctx, inputs, "cond")
     pa, pb = operand(a.id, g, ctx, inputs, "then"), operand(b.id, g, ctx, inputs, "else")
     code = elementwise(y.shape, [c.shape, a.shape, b.shape],
+                       lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")
+    return Lowered(body=code, inputs=inputs, outputs=[y.id])
+
+
+@kernel("SELECT", dtypes=("float32", "int8", "int16", "int32"), key_input=1)
+def lower_select(op, g, ctx):
+    """SELECT (v1, TFLite's semantics: TFLM has no SELECT): no broadcasting; the condition has
+    the shape of x and y, or is a scalar, or is 1-D with x's first dim and picks whole slabs
+    x[i] / y[i] (a condition of shape [n] is read as [n, 1, ..., 1])."""
+    c, a, b, y = (g.t(t) for t in (*op.inputs[:3], op.outputs[0]))
+    if c.dtype != "bool":
+        raise EerieError(f"SELECT {op.name!r}: condition is {c.dtype}, not bool")
+    _check_same(op, g, [a.id, b.id, y.id])
+    shape = list(a.shape)
+    if list(b.shape) != shape or list(y.shape) != shape:
+        raise EerieError(f"SELECT {op.name!r}: x {list(a.shape)}, y {list(b.shape)} and output "
+                         f"{list(y.shape)} must have the same shape")
+    if list(c.shape) == shape or not c.shape:
+        cshape = list(c.shape)
+    elif len(c.shape) == 1 and shape and c.shape[0] == shape[0]:
+        cshape = [c.shape[0]] + [1] * (len(shape) - 1)
+    else:
+        raise EerieError(f"SELECT {op.name!r}: condition {list(c.shape)} must be a scalar, have "
+                         f"the shape of x {shape}, or be 1-D of x's first dim (SELECT_V2 "
+                         f"broadcasts)")
+    inputs: list[str] = []
+    pc = operand(c.id, g, ctx, inputs, "cond")
+    pa, pb = operand(a.id, g, ctx, inputs, "then"), operand(b.id, g, ctx, inputs, "else")
+    code = elementwise(shape, [cshape, shape, shape],
                        lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")
     return Lowered(body=code, inputs=inputs, outputs=[y.id])
