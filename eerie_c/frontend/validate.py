@@ -322,6 +322,8 @@ def _needs_quant(op, g, tids):
 
 def _attrs_common(op):
     act = op.attrs.get("fused_activation_function")
+    if act in ("TANH", "SIGMOID") and op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        act = None   # the LSTM's cell-gate nonlinearity, not a fused clamp
     if act is not None and act not in FUSED_OK:
         raise EerieError(f"{op_where(op)}: unsupported fused activation {act!r}")
     pad = op.attrs.get("padding")
