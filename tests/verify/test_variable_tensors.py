@@ -76,3 +76,42 @@ def test_plan_proof_rejects_state_in_the_arena(tmp_path):
     short = dataclasses.replace(plan, state={"t1": dataclasses.replace(plan.state["t1"], size=8)})
     with pytest.raises(CompilerBug):
         prove_plan(g, short)
+
+
+def test_reset_state_restores_the_initial_state(tmp_path):
+    """In C: three invocations of a stateful SVDF drift; after NAME_reset_state() the next
+    invocation gives the first one's output again."""
+    import shutil
+    import subprocess
+    from eerie_c.api import compile_model
+    from ops.test_svdf import svdf_int8
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("SKIPPED: no host C compiler (gcc/cc) to build the reset_state driver")
+    p = tmp_path / "sv.tflite"
+    p.write_bytes(svdf_int8(state_dtype="int8", state_zp=-4, rank=2))
+    compile_model(p, out_dir=tmp_path / "out")
+    (tmp_path / "out" / "drv.c").write_text("""
+#include <stdio.h>
+#include <string.h>
+#include "sv.h"
+int main(void)
+{
+    static const int8_t x[SV_INPUT0_ELEMENTS] = {90, -100, 7, 33, -64, 120, 5, -9};
+    int8_t first[SV_OUTPUT0_ELEMENTS], y[SV_OUTPUT0_ELEMENTS];
+    int k, drift = 0;
+    sv_invoke(x, first);
+    for (k = 0; k < 3; ++k) {
+        sv_invoke(x, y);
+        drift |= memcmp(first, y, sizeof y) != 0;
+    }
+    sv_reset_state();
+    sv_invoke(x, y);
+    printf("%d %d\\n", drift, memcmp(first, y, sizeof y) == 0);
+    return 0;
+}
+""")
+    exe = tmp_path / "out" / "drv"
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-o", str(exe),
+                    "drv.c", "sv.c", "-lm"], cwd=tmp_path / "out", check=True)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == ["1", "1"]
