@@ -2,9 +2,11 @@
 
 begin / end / strides (or begin / size) must be constants; TFLite's rules are applied here in
 Python: negative indices count from the end, begin_mask / end_mask take the full range, values
-are clamped to the dim, shrink_axis_mask drops a dim of one element (ellipsis_mask and
-new_axis_mask are not supported, nor is `offset`). The C walks the output in order with
-literal bounds; the input index is an affine expression of the loop counters.
+are clamped to the dim, shrink_axis_mask drops a dim of one element (at the begin index, or
+0 under begin_mask; not with a negative stride, where TFLM writes nothing). ellipsis_mask and
+new_axis_mask are rejected (TFLM forces both to 0), and so is `offset`. The C walks the
+output in order with literal bounds; the input index is an affine expression of the loop
+counters.
 """
 from __future__ import annotations
 
@@ -74,7 +76,8 @@ def lower_strided_slice(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     a = op.attrs
     if a.get("ellipsis_mask", 0) or a.get("new_axis_mask", 0) or a.get("offset", False):
-        raise EerieError(f"{what}: ellipsis_mask, new_axis_mask and offset are not supported")
+        raise EerieError(f"{what}: ellipsis_mask, new_axis_mask and offset are not supported "
+                         f"(TFLM's STRIDED_SLICE does not implement them either)")
     rank = len(x.shape)
     begin, end = _const_vec(op, g, 1, what), _const_vec(op, g, 2, what)
     strides = _const_vec(op, g, 3, what) if len(op.inputs) > 3 and op.inputs[3] else [1] * rank
@@ -88,7 +91,13 @@ def lower_strided_slice(op, g, ctx):
     shrink = int(a.get("shrink_axis_mask", 0))
     for d in range(rank):
         if shrink >> d & 1:
-            b = begin[d] + x.shape[d] if begin[d] < 0 else begin[d]
+            if strides[d] < 0:
+                raise EerieError(f"{what}: shrink_axis_mask on dim {d} with a negative stride "
+                                 f"(TFLM writes no output for it)")
+            if int(a.get("begin_mask", 0)) >> d & 1:
+                b = 0   # begin_mask wins over the shrink index, as in TFLM (StartForAxis)
+            else:
+                b = begin[d] + x.shape[d] if begin[d] < 0 else begin[d]
             if not 0 <= b < x.shape[d]:
                 raise EerieError(f"{what}: shrink index {begin[d]} out of range")
             ranges[d] = (b, 1, 1)
