@@ -209,6 +209,7 @@ class _Expander:
             if tid not in rename:
                 self.g.tensors[tid] = t
         for op in ops:
+            op.name = f"{what}/{op.name}"   # C names and reports say which region it is in
             op.inputs = [rename.get(t, t) if t is not None else None for t in op.inputs]
             if any(t in rename for t in op.outputs):
                 raise malformed(f"op {op.index} ({op.kind}) of subgraph {s} writes a subgraph input", where)
@@ -249,7 +250,14 @@ class _Expander:
                 if t not in self.var_ids.values() and (tt is None or not (tt.is_const or _is_var(tt))):
                     raise malformed(f"op {op.index} ({op.kind}) of subgraph {s} reads a tensor that is "
                                     f"neither a subgraph input, a constant nor made before it", where)
-            defined |= set(op.outputs)
+            for t in op.outputs:
+                tt = self.g.tensors.get(t)
+                if t in self.var_ids.values() or (tt is not None and _is_var(tt)):
+                    continue   # state is written any number of times
+                if t in defined or tt is None or tt.is_const:
+                    raise malformed(f"op {op.index} ({op.kind}) of subgraph {s} writes a tensor that is "
+                                    f"a constant, an input or already made", where)
+                defined.add(t)
 
     # --- IF, WHILE, CALL_ONCE ----------------------------------------------------------------
 

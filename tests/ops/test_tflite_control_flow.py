@@ -77,20 +77,21 @@ def test_if_both_branches(dtype, tmp_path):
     assert not np.array_equal(got[0][0], got[0][1]) or dtype == "int8"
 
 
-def counted_loop(proved: bool) -> bytes:
-    """i = 0; while i < n [and x > 1]: x = x * 0.5 + 0.25 (vector), i += 1; returns x and i.
-    n is an input (data-dependent, needs max_iterations) or the constant 20 with the extra
-    data-dependent exit x[0] > 1 (the trip count is proved <= 20)."""
+def counted_loop(proved: bool, dtype: str = "float32") -> bytes:
+    """i = 0; while i < n [and x > 1]: x = x * 0.5 + 0.25 (vector; int8: x + 0.5, saturating),
+    i += 1; returns x and i. n is an input (data-dependent, needs max_iterations) or the
+    constant 20 with the extra data-dependent exit x[0] > 1 (the trip count is proved <= 20)."""
+    q = dict(scale=0.05, zero_point=-3) if dtype == "int8" else {}
     mb = ModelBuilder()
-    x = mb.input([4], "float32")
+    x = mb.input([4], dtype, **q)
     n = None if proved else mb.input([], "int32")
     i0 = mb.const(np.array(0, np.int32), "int32")
-    oi, ox = mb.tensor([], "int32"), mb.tensor([4], "float32")
+    oi, ox = mb.tensor([], "int32"), mb.tensor([4], dtype, **q)
     on = None if proved else mb.tensor([], "int32")
 
     cg = mb.subgraph("cond")
     ci = cg.input([], "int32")
-    cx = cg.input([4], "float32")
+    cx = cg.input([4], dtype, **q)
     cb = cg.tensor([1] if proved else [], "bool")
     if proved:
         lim = cg.const(np.array(20, np.int32), "int32")
@@ -107,12 +108,17 @@ def counted_loop(proved: bool) -> bytes:
     cg.output(cb)
 
     bg = mb.subgraph("body")
-    bi, bx = bg.input([], "int32"), bg.input([4], "float32")
+    bi, bx = bg.input([], "int32"), bg.input([4], dtype, **q)
     bn = None if proved else bg.input([], "int32")
-    bi2, bm, bx2 = bg.tensor([], "int32"), bg.tensor([4], "float32"), bg.tensor([4], "float32")
+    bi2, bx2 = bg.tensor([], "int32"), bg.tensor([4], dtype, **q)
     bg.op("ADD", [bi, bg.const(np.array(1, np.int32), "int32")], [bi2], "AddOptions")
-    bg.op("MUL", [bx, bg.const(np.full(4, 0.5), "float32")], [bm], "MulOptions")
-    bg.op("ADD", [bm, bg.const(np.full(4, 0.25), "float32")], [bx2], "AddOptions")
+    if dtype == "int8":
+        half = bg.const(np.full(4, 10), "int8", scale=0.05, zero_point=0)
+        bg.op("ADD", [bx, half], [bx2], "AddOptions")
+    else:
+        bm = bg.tensor([4], "float32")
+        bg.op("MUL", [bx, bg.const(np.full(4, 0.5), "float32")], [bm], "MulOptions")
+        bg.op("ADD", [bm, bg.const(np.full(4, 0.25), "float32")], [bx2], "AddOptions")
     bg.output(bi2)
     bg.output(bx2)
     if not proved:
@@ -128,15 +134,25 @@ def counted_loop(proved: bool) -> bytes:
     return mb.build()
 
 
-def test_while_data_dependent_trips(tmp_path):
-    xs = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32)
-    ns = np.array([0, 1, 3, 7, 12], np.int32)
-    data = counted_loop(proved=False)
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_while_data_dependent_trips(dtype, tmp_path):
+    rng = np.random.default_rng(2)
+    if dtype == "int8":   # int8 rows also run into saturation after enough trips
+        xs = rng.integers(-128, 128, (5, 4), dtype=np.int8)
+        ns = np.array([0, 1, 3, 7, 60], np.int32)
+    else:
+        xs = rng.standard_normal((5, 4)).astype(np.float32)
+        ns = np.array([0, 1, 3, 7, 12], np.int32)
+    data = counted_loop(proved=False, dtype=dtype)
     ref = tflm_run(data, [xs, ns])
-    got, _ = eerie_run(data, [xs, ns], tmp_path, max_iterations=12)
+    got, _ = eerie_run(data, [xs, ns], tmp_path, max_iterations=60)
     np.testing.assert_array_equal(got[1], ref[1])
     np.testing.assert_array_equal(got[1], ns)
-    np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-5 * np.abs(ref[0]).max())
+    if dtype == "int8":
+        np.testing.assert_array_equal(got[0], ref[0])
+        assert (got[0][4] == 127).all()
+    else:
+        np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-5 * np.abs(ref[0]).max())
 
 
 def test_while_over_max_iterations_returns_an_error(tmp_path):
