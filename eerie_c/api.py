@@ -144,6 +144,9 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
+    if getattr(g, "dynamic_dims", None) is not None:
+        from .torch_api import note_dynamic
+        note_dynamic(res)
     if brd is not None:
         _add_firmware(res, brd)
     if out_dir is not None:
@@ -259,11 +262,14 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
-    if getattr(g, "dynamic_batch", None):
-        raise EerieError(f"{path.name} has a dynamic batch dimension: run it with eerie_c.run(module, "
-                         f"inferences, example_args, dynamic_shapes=...) or call NAME_invoke(..., batch)")
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget)
+    if getattr(g, "dynamic_dims", None) is not None:
+        # torch dynamic sizes: one inference at the sizes of the given arrays
+        from .torch_api import note_dynamic, run_dynamic
+        note_dynamic(res)
+        outs, report = run_dynamic(res, [[np.asarray(a) for a in inputs]], brd, out_dir, timeout)
+        return outs[0], report
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
@@ -320,12 +326,13 @@ def _add_firmware(res: CompileResult, brd) -> None:
     """Budget check (raises before anything is written), then the firmware project files."""
     from .toolchain.boards import check_budget
     from .toolchain.firmware import firmware_files
-    if getattr(res.graph, "dynamic_batch", None):
-        raise EerieError("firmware projects for a dynamic batch are not supported yet: compile without "
-                         "--board and call NAME_invoke(..., batch) from your own firmware")
     res.report["board"] = brd.name
     res.report["budget"] = check_budget(brd, res.name, res.report)
-    res.files.update(firmware_files(res, brd))
+    if getattr(res.graph, "dynamic_dims", None) is not None:
+        from .torch_api import dynamic_firmware   # the harness passes the sizes of each inference
+        res.files.update(dynamic_firmware(res, brd))
+    else:
+        res.files.update(firmware_files(res, brd))
 
 
 def _run_board(res: CompileResult, brd, arrays, batched, work: Path, keep: bool, timeout):

@@ -162,6 +162,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         "state": state_info(g, plan), "state_bytes": plan.state_bytes,
         "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs), "cflags": cflags,
         "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
+        "dyn": getattr(g, "dynamic_dims", None),   # torch dynamic sizes (frontend/torch_dynamic.py)
     }
     return {
         f"{name}.c": render("model.c.j2", **ctx),

@@ -91,7 +91,43 @@ def load_torch(model, example_args=None, name: str = "model",
     except Exception as e:
         raise EerieError(f"torch decomposition to the Core ATen opset failed: {type(e).__name__}: "
                          f"{' '.join(str(e).split())[:300]}") from None
-    return _Lowerer(ep, name, max_iterations).run()
+    names = _dim_names(ep, dynamic_shapes)
+    try:
+        return _Lowerer(ep, name, max_iterations, dim_names=names).run()
+    except _PerSampleError as first:
+        # A dynamic dim 0 that ops combine along (softmax over it, a mean over it) is not a
+        # per-sample batch: compile it as any other dynamic dim (masked at the maximum size).
+        try:
+            return _Lowerer(ep, name, max_iterations, dim_names=names, batch_as_dim=True).run()
+        except EerieError:
+            raise first from None
+
+
+class _PerSampleError(EerieError):
+    """An op combines samples along a dynamic leading dim (see check_per_sample)."""
+
+
+def _dim_names(ep, dynamic_shapes) -> dict:
+    """{sympy symbol: torch.export.Dim name} from the dynamic_shapes the program was exported
+    with (a .pt2 file does not keep them: parameters are then named size0, size1, ...)."""
+    out = {}
+    if not isinstance(dynamic_shapes, (list, tuple)):
+        return out
+    sig = ep.graph_signature
+    users = list(sig.user_inputs)
+    vals = {n.name: n.meta.get("val") for n in ep.graph_module.graph.nodes if n.op == "placeholder"}
+    for k, spec in enumerate(dynamic_shapes):
+        if k >= len(users) or not isinstance(spec, dict):
+            continue
+        val = vals.get(users[k])
+        for d, dim in spec.items():
+            try:
+                size = val.shape[d]
+            except Exception:
+                continue
+            if not isinstance(size, int) and getattr(size.node.expr, "is_Symbol", False):
+                out.setdefault(size.node.expr, getattr(dim, "__name__", "") or "")
+    return out
 
 
 def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Graph:
@@ -140,6 +176,17 @@ class Act:
         return f"Act({self.tid})"
 
 
+def _flat_values(v):
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _flat_values(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _flat_values(x)
+    else:
+        yield v
+
+
 def _src(node) -> str:
     st = node.meta.get("stack_trace") or ""
     lines = [ln.strip() for ln in st.strip().splitlines() if ln.strip().startswith("File ")]
@@ -154,8 +201,12 @@ class _Scope:
 
 
 class _Lowerer:
-    def __init__(self, ep, name: str, max_iterations: int):
+    def __init__(self, ep, name: str, max_iterations: int, dim_names: dict | None = None,
+                 batch_as_dim: bool = False):
         self.torch = _torch()
+        self.dim_names = dict(dim_names or {})
+        self.batch_as_dim = batch_as_dim   # a dynamic dim 0 compiled as a masked dim, not per sample
+        self.dyn = None                    # torch_dynamic.Dynamic: the program's dynamic sizes
         self.ep = ep
         self.name = name
         self.max_iterations = int(max_iterations)
@@ -253,6 +304,10 @@ class _Lowerer:
         named.update({k: consts[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
         gm = ep.graph_module
         self._find_batch(gm, user_inputs)
+        if self.dyn is not None and self.dyn.syms:
+            # The actual sizes, stored by NAME_invoke for the DYN_* ops to read.
+            self.dyn.sizes = self.op("DYN_SIZES", [], (len(self.dyn.syms),), "int32",
+                                     {"params": list(self.dyn.names)}, label="dynamic_sizes")
         for node in gm.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -268,6 +323,11 @@ class _Lowerer:
                 a = self.tensor(shape, _ir_dtype(val.dtype), node.name)
                 top.inputs.append(a.tid)
                 env[node] = a
+                if self.dyn is not None and self.dyn.syms:
+                    factors = [[(int(n), None)] if isinstance(e, int) else [(int(n), e)]
+                               for n, e in zip(shape, (self.dyn.sub(d) for d in val.shape))]
+                    if any(rt is not None for fl in factors for _, rt in fl):
+                        env[node] = self.dyn.unpack(self, a, factors)
             else:
                 raise EerieError(f"unsupported program input {node.name} (not a user input, "
                                  f"parameter, buffer or constant)")
@@ -276,15 +336,26 @@ class _Lowerer:
         if len(user_out) != len(outs):
             raise EerieError("programs that mutate buffers or inputs are not supported "
                              "(the program has non-user outputs)")
+        if self.dyn is not None and self.dyn.factors:
+            outs = [self.dyn.pack(self, o) if isinstance(o, Act) and self.dyn.has(o) else o for o in outs]
         top.outputs = self.finish_outputs(outs, top, "output")
         if self.batch is not None:
             top.dynamic_batch = self.batch_max
+        if self.dyn is not None:
+            out_node = next(n for n in gm.graph.nodes if n.op == "output")
+            res = out_node.args[0]
+            res = list(res) if isinstance(res, (list, tuple)) else [res]
+            in_vals = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+            top.dynamic_dims = self.dyn.interface(self, in_vals, [r.meta["val"] for r in res],
+                                                  self.batch_max, (0, self.batch_max))
         return top
 
     def _find_batch(self, gm, user_inputs):
-        """The dynamic batch symbol and its maximum, or a one-line error for any other kind
-        of dynamic dimension."""
-        syms = {}
+        """The dynamic sizes: a symbol on dim 0 of every input (and nowhere else) is a per-sample
+        batch (self.batch, self.batch_max); every other one a dynamic dim compiled for its
+        maximum (self.dyn). A dynamic dim without a maximum is a one-line error."""
+        from .torch_dynamic import Dynamic, param_names
+        syms: dict = {}
         for node in gm.graph.nodes:
             if node.op != "placeholder" or node.name not in user_inputs:
                 continue
@@ -293,30 +364,40 @@ class _Lowerer:
                 if isinstance(d, int):
                     continue
                 expr = d.node.expr
-                if k != 0 or not getattr(expr, "is_Symbol", False):
-                    raise EerieError(f"input {node.name}: dynamic dimension {k} ({d}) is not supported: only "
-                                     f"a dynamic leading (batch) dimension is (Dim on dim 0 of every input)")
-                syms.setdefault(expr, []).append(node.name)
+                if not getattr(expr, "is_Symbol", False):
+                    raise EerieError(f"input {node.name}: dynamic dimension {k} is {d}; only plain "
+                                     f"torch.export.Dim sizes are supported (not expressions of them)")
+                syms.setdefault(expr, []).append((node.name, k))
         if not syms:
             return
-        if len(syms) > 1:
-            raise EerieError(f"inputs have {len(syms)} different dynamic dimensions ({', '.join(map(str, syms))}); "
-                             f"one dynamic batch dimension shared by every input is supported")
-        (sym, names), = syms.items()
-        missing = [n for n in user_inputs if n not in names]
-        if missing:
-            raise EerieError(f"input {missing[0]} has a static dim 0 while other inputs have a dynamic "
-                             f"batch dimension; declare the same Dim on dim 0 of every input")
-        vr = self.ep.range_constraints.get(sym)
-        upper = getattr(vr, "upper", None)
-        try:
-            mx = int(upper)
-        except Exception:
-            mx = None
-        if mx is None or mx >= 2 ** 31 - 1 or not getattr(upper, "is_finite", True):
-            raise EerieError(f"input {names[0]}: dynamic dimension 0 has no maximum: declare it as "
-                             f"torch.export.Dim(\"batch\", max=N) (eerie-c plans memory for the maximum)")
-        self.batch, self.batch_max = sym, mx
+        ranges = {}
+        for sym, where in syms.items():
+            vr = self.ep.range_constraints.get(sym)
+            upper, lower = getattr(vr, "upper", None), getattr(vr, "lower", 0)
+            try:
+                mx = int(upper)
+            except Exception:
+                mx = None
+            if mx is None or mx >= 2 ** 31 - 1 or not getattr(upper, "is_finite", True):
+                name, k = where[0]
+                hint = "batch" if k == 0 else (self.dim_names.get(sym) or "seq")
+                raise EerieError(f"input {name}: dynamic dimension {k} has no maximum: declare it as "
+                                 f"torch.export.Dim(\"{hint}\", max=N) (eerie-c plans memory for the maximum)")
+            try:
+                mn = max(int(lower), 0)
+            except Exception:
+                mn = 0
+            ranges[sym] = (mn, mx)
+        batch = None
+        if not self.batch_as_dim:
+            for sym, where in syms.items():
+                if all(k == 0 for _, k in where) and {n for n, _ in where} == set(user_inputs):
+                    batch = sym
+        if batch is not None:
+            self.batch, self.batch_max = batch, ranges[batch][1]
+        others = [s for s in syms if s != batch]
+        hints = {s: self.dim_names.get(s, "") for s in others}
+        self.dyn = Dynamic(others, param_names(others, hints), [ranges[s] for s in others], batch)
 
     def check_per_sample(self, node, result):
         """With a dynamic batch: this node must not mix samples (see the module docstring)."""
@@ -330,10 +411,10 @@ class _Lowerer:
             if not isinstance(v, torch.Tensor):
                 continue
             shape = list(v.shape)
-            ok = bool(shape) and not isinstance(shape[0], int) and shape[0].node.expr == self.batch \
-                and all(isinstance(d, int) for d in shape[1:])
+            ok = bool(shape) and not isinstance(shape[0], int) and self._batch_outermost(shape[0].node.expr) \
+                and all(isinstance(d, int) or self.batch not in d.node.expr.free_symbols for d in shape[1:])
             if not ok:
-                raise EerieError(f"{node.name} (aten.{getattr(node.target, '__name__', node.target)}) gives shape "
+                raise _PerSampleError(f"{node.name} (aten.{getattr(node.target, '__name__', node.target)}) gives shape "
                                  f"{[str(d) for d in shape]}: with a dynamic batch every computed tensor must "
                                  f"keep the batch as its dim 0 (ops must not combine samples){where}")
         packet = getattr(node.target, "__name__", "").split(".")[0]
@@ -342,14 +423,25 @@ class _Lowerer:
             dims = dim if isinstance(dim, (list, tuple)) else [dim]
             rank = len(vals[0].shape) if isinstance(vals[0], torch.Tensor) else 1
             if any(isinstance(d, int) and d % max(rank, 1) == 0 for d in dims):
-                raise EerieError(f"{node.name}: aten.{packet} along dim 0, the dynamic batch dimension, "
+                raise _PerSampleError(f"{node.name}: aten.{packet} along dim 0, the dynamic batch dimension, "
                                  f"combines samples, which is not supported{where}")
+
+    def _batch_outermost(self, expr) -> bool:
+        """dim 0 is the batch, or the batch merged with later dims by a view (batch * T)."""
+        if expr == self.batch:
+            return True
+        if not getattr(expr, "is_Mul", False):
+            return False
+        rest = [a for a in expr.args if a != self.batch]
+        return len(rest) == len(expr.args) - 1 and all(self.batch not in a.free_symbols for a in rest)
 
     def _static_shape(self, val, what: str) -> tuple[int, ...]:
         shape = []
         for d in val.shape:
             if not isinstance(d, int) and self.batch is not None and d.node.expr == self.batch:
                 d = 1   # the per-sample graph
+            elif not isinstance(d, int) and self.dyn is not None:
+                d = self.dyn.max_of(self.dyn.sub(d))   # compiled for the maximum
             if not isinstance(d, int):
                 try:
                     d = int(d)
@@ -436,6 +528,11 @@ class _Lowerer:
             return args[0][args[1]]
         if isinstance(target, torch._ops.HigherOrderOperator):
             from .torch_control import lower_higher_order
+            if self.dyn is not None and any(isinstance(a, Act) and self.dyn.has(a)
+                                            for a in _flat_values((args, kwargs))):
+                raise EerieError(f"{node.name}: torch.cond / torch.while_loop on tensors with a dynamic "
+                                 f"dim (other than a per-sample batch) is not supported"
+                                 f"{' (' + _src(node) + ')' if _src(node) else ''}")
             return lower_higher_order(self, node, args, kwargs, env)
         if not self._has_act((args, kwargs)):
             # Everything is known at compile time: let torch compute it.
@@ -450,7 +547,12 @@ class _Lowerer:
         if fn is None:
             raise EerieError(f"unsupported PyTorch op aten.{key} at node {node.name}"
                              f"{' (' + _src(node) + ')' if _src(node) else ''}")
-        result = fn(self, node, *args, **kwargs)
+        early = None
+        if self.dyn is not None and self.dyn.factors:
+            args, kwargs, early = self.dyn.before(self, node, packet, args, kwargs)
+        result = early if early is not None else fn(self, node, *args, **kwargs)
+        if self.dyn is not None and self.dyn.factors:
+            result = self.dyn.after(self, node, packet, args, result)
         if self.batch is not None:
             self.check_per_sample(node, result)
         return result
@@ -1181,17 +1283,33 @@ _SHAPE_USERS = {"view", "_unsafe_view", "reshape", "expand", "full", "zeros", "o
 @lowers("sym_size")
 def _sym_size(L, node, x, dim):
     """A size of a computed tensor: static sizes as they are; the dynamic batch size is 1 in
-    the per-sample graph, which is right only where it is a shape, so any other use fails."""
+    the per-sample graph and another dynamic size its maximum, which is right only where it
+    is a shape (also through integer arithmetic on sizes), so any other use fails."""
     x = L.ensure_act(x, node.name)
     val = node.meta.get("val")
     if isinstance(val, int):
         return val
-    if L.batch is None or getattr(getattr(val, "node", None), "expr", None) != L.batch:
+    expr = getattr(getattr(val, "node", None), "expr", None)
+    if L.batch is not None and expr == L.batch:
+        value, what = 1, "the dynamic batch size"
+    elif L.dyn is not None and expr in L.dyn.syms:
+        value = L.dyn.ranges[L.dyn.syms.index(expr)][1]
+        what = f"the dynamic size {L.dyn.names[L.dyn.syms.index(expr)]}"
+    else:
         raise EerieError(f"{node.name}: the size {val} is not known at compile time")
+    _only_shape_uses(node, what)
+    return value
+
+
+def _only_shape_uses(node, what):
     for u in node.users:
         packet = getattr(u.target, "__name__", "").split(".")[0]
-        if u.op != "call_function" or packet not in _SHAPE_USERS:
-            raise EerieError(f"{u.name}: the dynamic batch size is used as a value "
-                             f"({getattr(u.target, '__name__', u.target)}); it may only be a shape"
-                             f"{' (' + _src(u) + ')' if _src(u) else ''}")
-    return 1
+        if u.op == "call_function" and packet in _SHAPE_USERS:
+            continue
+        if u.op == "call_function" and u.target in (operator.mul, operator.add, operator.sub,
+                                                    operator.floordiv):
+            _only_shape_uses(u, what)   # size arithmetic: fine if the result is a shape
+            continue
+        raise EerieError(f"{u.name}: {what} is used as a value "
+                         f"({getattr(u.target, '__name__', u.target)}); it may only be a shape"
+                         f"{' (' + _src(u) + ')' if _src(u) else ''}")
