@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Tensor
+from ..passes.alias_reshape import SHAPE_ONLY
 from .validate import check_op, malformed
 
 CONTROL_KINDS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
@@ -174,7 +175,8 @@ class _Expander:
 
     # --- regions -----------------------------------------------------------------------------
 
-    def _region(self, s: int, bound: list[str], where: str, what: str) -> tuple[Graph, list[str]]:
+    def _region(self, s: int, bound: list[str], where: str, what: str,
+                loop_body: bool = False) -> tuple[Graph, list[str]]:
         """A fresh copy of subgraph s with its inputs bound to `bound`; returns the region and
         its outputs (tensors made inside the region, or resource handles)."""
         if s in self.stack:
@@ -221,6 +223,11 @@ class _Expander:
         region = Graph(f"{self.g.name}_{what}", self.g.tensors, pre + body, [], [])
         self._check_order(region, list(bound) + [rename.get(t, t) for t in ins], s, where)
         made = {t for o in region.ops for t in o.outputs}
+        # A loop body's results are copied back into the loop values one after the other, so
+        # none may share bytes with a loop value: a reshape (which passes/alias_reshape.py
+        # makes an alias of its input) of a loop value, e.g. a swap, is copied out first.
+        shape_only = {t for o in region.ops if o.kind in SHAPE_ONLY for t in o.outputs} \
+            if loop_body else set()
         result: list[str] = []
         for k, r in enumerate(outs):
             if r is None:
@@ -230,7 +237,7 @@ class _Expander:
                 result.append(r)
                 continue
             t = self.g.t(r)
-            if r not in made or r in result or t.is_const or _is_var(t):
+            if r not in made or r in result or t.is_const or _is_var(t) or r in shape_only:
                 # Region outputs are tensors the region makes: copy a pass-through input, an
                 # outer value, a constant or a repeated output into one.
                 new = self._fresh(t, f"{prefix}out{k}", f"{what} output {k}")
@@ -342,7 +349,7 @@ class _Expander:
         if len(cond_out) != 1 or cond_out[0] in self.resources \
                 or self.g.t(cond_out[0]).dtype != "bool" or self.g.t(cond_out[0]).size < 1:
             raise EerieError(f"{where}: the condition subgraph {cond_s} must return one bool")
-        body_g, body_out = self._region(body_s, vs, where, f"{name}_body")
+        body_g, body_out = self._region(body_s, vs, where, f"{name}_body", loop_body=True)
         if len(body_out) != len(vs):
             raise malformed(f"the body subgraph {body_s} returns {len(body_out)} values for {len(vs)} "
                             f"loop values", where)

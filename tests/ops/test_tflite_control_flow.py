@@ -1,7 +1,7 @@
 """TFLite IF and WHILE (subgraphs inlined as regions, emitted as C if / bounded for) vs TFLM:
 IF taking both branches (float32 and int8, a branch handing back its input), WHILE loops
 with data-dependent trip counts (bounded by max_iterations, or proved from a counter compared
-with a constant), an IF nested in a WHILE body, a loop over its --max-iterations making
+with a constant), loop values swapped through reshapes, an IF nested in a WHILE body, a loop over its --max-iterations making
 NAME_invoke fail, the compile error for a loop without any bound, and one model on
 mps2-an386 in QEMU."""
 from __future__ import annotations
@@ -201,6 +201,35 @@ def test_while_proved_bound_with_data_dependent_exit(tmp_path):
     p.write_bytes(data)
     res = compile_model(p)
     assert "trip0 < 21" in res.files["proved.c"]
+
+
+def test_while_swaps_loop_values_through_reshapes(tmp_path):
+    # (a, b) = (reshape(b), reshape(a)) three times: reshapes alias their input, so the body's
+    # results must not be copied back into the loop values over one another.
+    mb = ModelBuilder()
+    xa, xb = mb.input([4], "float32"), mb.input([2, 2], "float32")
+    oi, oa, ob = mb.tensor([1], "int32"), mb.tensor([4], "float32"), mb.tensor([2, 2], "float32")
+    cg = mb.subgraph("cond")
+    ci, _, _ = cg.input([1], "int32"), cg.input([4], "float32"), cg.input([2, 2], "float32")
+    cb = cg.tensor([1], "bool")
+    cg.op("LESS", [ci, cg.const([3], "int32")], [cb])
+    cg.output(cb)
+    bg = mb.subgraph("body")
+    bi, ba, bb = bg.input([1], "int32"), bg.input([4], "float32"), bg.input([2, 2], "float32")
+    bi2, ra, rb = bg.tensor([1], "int32"), bg.tensor([2, 2], "float32"), bg.tensor([4], "float32")
+    bg.op("ADD", [bi, bg.const([1], "int32")], [bi2], "AddOptions")
+    bg.op("RESHAPE", [bb, bg.const([4], "int32")], [rb], "ReshapeOptions", newShape=[4])
+    bg.op("RESHAPE", [ba, bg.const([2, 2], "int32")], [ra], "ReshapeOptions", newShape=[2, 2])
+    for t in (bi2, rb, ra):
+        bg.output(t)
+    mb.op("WHILE", [mb.const([0], "int32"), xa, xb], [oi, oa, ob], "WhileOptions",
+          condSubgraphIndex=cg.index, bodySubgraphIndex=bg.index)
+    mb.output(oa)
+    mb.output(ob)
+    xs = np.arange(8, dtype=np.float32).reshape(2, 4)
+    ys = -xs.reshape(2, 2, 2) - 1
+    got, _ = assert_matches_tflm(mb.build(), [xs, ys], tmp_path)
+    np.testing.assert_array_equal(got[0], ys.reshape(2, 4))   # an odd number of swaps
 
 
 def nested_if_in_while() -> bytes:
