@@ -371,7 +371,7 @@ BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 @pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                     reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
 @pytest.mark.parametrize("case", ["k3-K27", "pointwise-odd", "kws-first", "K144-shared", "dw",
-                                  "fc", "inplace", "inplace-dw"])
+                                  "fc", "fc-odd", "inplace", "inplace-dw"])
 def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     """The same kernels on the real instructions (QEMU mps2-an386, Cortex-M4)."""
     from test_depthwise import dw_model
@@ -387,6 +387,9 @@ def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     elif case == "fc":
         in_shape = (2, 37)
         model = fc_model("int8", 2, 37, 11, "RELU", per_channel=True)
+    elif case == "fc-odd":   # 11 groups of 4 inputs: the 4-group loop, a pair and a single one; SSAT clamp
+        in_shape = (2, 44)
+        model = fc_model("int8", 2, 44, 6, "NONE")
     elif case == "inplace":
         in_shape = (1, 6, 5, 4)
         model = pw_chain(False)
