@@ -203,3 +203,32 @@ def test_softmax_int16_rejects_input_zero_point(tmp_path):
     with pytest.raises(EerieError, match="zero point 0"):
         eerie_run(softmax16([1, 4], 0.001, 1.0, in_zp=5), [random_inputs([1, 4], "int16", 1)],
                   tmp_path)
+
+
+def unary16(kind, shape, in_scale, out_scale=1 / 32768):
+    mb = ModelBuilder()
+    x = mb.input(shape, "int16", scale=in_scale, zero_point=0)
+    y = mb.tensor(shape, "int16", scale=out_scale, zero_point=0)
+    mb.op(kind, [x], [y])
+    mb.output(y)
+    return mb.build()
+
+
+# power-of-two scales (2^-12: a multiply by 3; 2^-11: by 6 for TANH, general for LOGISTIC),
+# others through the general multiplier and right shift
+ACT16_SCALES = [2 ** -12, 2 ** -11, 2 ** -10, 1 / 32768, 0.001, 3e-4, 1.3]
+
+
+@pytest.mark.parametrize("kind", ["TANH", "LOGISTIC"])
+@pytest.mark.parametrize("in_scale", ACT16_SCALES)
+def test_tanh_logistic_int16(tmp_path, kind, in_scale):
+    """Every int16 input value (one 65536-element tensor), so every table interval and both
+    saturation ends are hit."""
+    x = np.arange(-32768, 32768, dtype=np.int16).reshape(1, 256, 256)
+    assert_matches_tflm(unary16(kind, [256, 256], in_scale), [x], tmp_path)
+
+
+def test_tanh_int16_rejects_output_scale(tmp_path):
+    with pytest.raises(EerieError, match="2\\^-15"):
+        eerie_run(unary16("TANH", [4], 2 ** -12, out_scale=1 / 256),
+                  [random_inputs([4], "int16", 1)], tmp_path)
