@@ -1,6 +1,8 @@
-"""PyTorch programs on a Cortex-M4 board in QEMU (mps2-an386): a CNN with batch norm and the
-control-flow models (torch.cond both branches, torch.while_loop both exits, an RNN cell
-iterated with an int32 counter, cond nested in a loop) match eager PyTorch within 1e-5."""
+"""PyTorch programs on a Cortex-M4 board in QEMU (mps2-an386): a CNN with batch norm, an MLP,
+a depthwise-separable CNN, a residual block, an early-exit classifier, the control-flow models
+(torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
+counter, cond nested in a loop) and programs with dynamic sizes (a batch, a sequence length;
+several sizes in one boot) match eager PyTorch within 1e-5."""
 import shutil
 
 import numpy as np
@@ -9,9 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import eerie_c  # noqa: E402
-from test_control_flow import CondActivation, CondInWhile, Newton  # noqa: E402
+from test_control_flow import CondActivation, CondInWhile, EarlyExit, Newton  # noqa: E402
+from test_dynamic import MLP as BatchMLP, SeqModel, compare_seq, seq_inputs  # noqa: E402
 from test_rnn_loop import RNNLoop  # noqa: E402
-from test_torch_models import SmallCNN, randomize_bn  # noqa: E402
+from test_torch_models import MLP, DepthwiseSeparable, Residual, SmallCNN, randomize_bn  # noqa: E402
+
+Dim = torch.export.Dim
 
 BOARD = "mps2-an386"
 TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
@@ -65,3 +70,37 @@ def test_rnn_and_nested_cond():
     on_board(RNNLoop(), xs, (torch.randn(6, 4),))
     xs = np.stack([np.full(3, v, np.float32) for v in (-5.0, 7.0)])
     on_board(CondInWhile(), xs, (torch.randn(3),))
+
+
+MODELS = [
+    ("mlp", lambda: randomize_bn(MLP()), (4, 10), 2),
+    ("depthwise_separable", lambda: randomize_bn(DepthwiseSeparable()), (1, 4, 8, 8), 2),
+    ("residual", lambda: randomize_bn(Residual()), (1, 6, 6, 6), 2),
+    ("early_exit", EarlyExit, (8,), 8),   # 8 inputs: the confident exit and the second stage
+]
+
+
+@pytest.mark.parametrize("name,make,shape,n", MODELS, ids=[m[0] for m in MODELS])
+def test_models_on_board(name, make, shape, n):
+    torch.manual_seed(3)
+    m = make().eval()
+    xs = np.random.default_rng(0).standard_normal((n, *shape)).astype(np.float32) * 3
+    if name == "early_exit":
+        with torch.no_grad():
+            taken = {bool(torch.softmax(m.a(torch.tensor(x)), -1).max() > 0.5) for x in xs}
+        assert taken == {True, False}
+    on_board(m, xs, (torch.randn(shape),))
+
+
+@pytest.mark.parametrize("which", ["batch", "sequence"])
+def test_dynamic_sizes_on_board(which):
+    """One firmware, several sizes per boot: the harness reads each inference's sizes."""
+    torch.manual_seed(0)
+    if which == "batch":
+        rng = np.random.default_rng(1)
+        infs = [[rng.standard_normal((n, 10)).astype(np.float32)] for n in (1, 5, 8, 0)]
+        compare_seq(BatchMLP(), infs, (torch.randn(3, 10),), ({0: Dim("batch", max=8)},), board=BOARD)
+    else:
+        _, report = compare_seq(SeqModel(), seq_inputs([(1, 3), (3, 12), (2, 7)]), (torch.randn(2, 6, 5),),
+                                ({0: Dim("batch", max=3), 1: Dim("seq", min=3, max=12)},), board=BOARD)
+        assert report["board"] == BOARD and len(report["instructions_per_inference"]) == 3
