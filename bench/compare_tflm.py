@@ -7,18 +7,25 @@ the outputs bit-exact against the host TFLM runtime (the `tflite-micro` package)
 instructions per inference, instructions per MAC, flash (text + rodata + data image of the
 ELF, i.e. everything the firmware puts in flash), RAM (data + bss + measured stack
 high-water; the arena is part of bss), arena, stack, Python compile time; beside the TFLM +
-CMSIS-NN reference figures of issue 6 with our/their ratios. Writes bench/results.md too.
+CMSIS-NN reference figures of issue 6 with our/their ratios. Then the host rows: the same
+model compiled for the host (portable C, gcc -O2, loaded as a shared object with ctypes) and the
+`tflite-micro` Python runtime's invoke(), timed side by side in this process on the same inputs
+(microseconds per inference, ratio, bit-exact). Writes bench/results.md too.
 
     python bench/compare_tflm.py                  # mps2-an386 (Cortex-M4), all four models
     python bench/compare_tflm.py --all-boards     # + mps2-an500 (M7) and mps3-an547 (M55)
     python bench/compare_tflm.py --models kws_ref_model --boards mps2-an386 --no-write
+    python bench/compare_tflm.py --no-host        # QEMU rows only
+    python bench/compare_tflm.py --boards         # host rows only (no board)
 
 Measurement only: nothing here asserts a speed.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +82,134 @@ def tflm_outputs(path: Path, x: np.ndarray) -> np.ndarray:
     return np.stack(outs)
 
 
+HOST_BENCH_C = """\
+/* bench/compare_tflm.py: `repeat` inferences of the model on one input record, timed by the
+ * caller around this one call (so no per-inference Python overhead on our side). */
+#include "m.h"
+int eerie_bench_host(const int8_t *in, int8_t *out, int repeat);
+int eerie_bench_host(const int8_t *in, int8_t *out, int repeat)
+{
+    int k, rc = 0;
+    for (k = 0; k < repeat; ++k) {
+        rc |= m_invoke(in, out);
+    }
+    return rc;
+}
+"""
+
+
+def bench_inputs(path: Path, n_inputs: int, seed: int) -> np.ndarray:
+    """The random int8 input records the QEMU and host rows run (same seed, same records)."""
+    from eerie_c.frontend import load_model
+    g = load_model(path, "m")
+    spec = g.t(g.inputs[0])
+    if len(g.inputs) != 1 or spec.dtype != "int8":
+        raise SystemExit(f"{path.stem}: bench expects one int8 input, got {len(g.inputs)} "
+                         f"({spec.dtype})")
+    rng = np.random.default_rng(seed)
+    return rng.integers(-128, 128, size=(n_inputs, *spec.shape), dtype=np.int8)
+
+
+def _repeats(one_call_s: float, min_seconds: float) -> int:
+    return max(1, int(np.ceil(min_seconds / max(one_call_s, 1e-9))))
+
+
+def measure_host(model: str, n_inputs: int, seed: int, repeat: int = 0,
+                 min_seconds: float = 0.2, models_dir: Path | None = None) -> dict:
+    """Host row: our C for the host target (gcc -O2, a shared object called through ctypes)
+    and the tflite-micro Python runtime, both in this process on the same input records.
+    `repeat` inferences per record on each side (0: enough for min_seconds per record and
+    side, after one warm-up call). Times are wall-clock per inference, invoke() only on the
+    TFLM side (set_input outside the timed loop); bit-exact compares every record's output."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    from eerie_c.toolchain.build import build_host
+    from eerie_c.toolchain.targets import get_target
+    path = (models_dir or MODELS_DIR) / f"{model}.tflite"
+    x = bench_inputs(path, n_inputs, seed)
+    res = api.compile_model(path, target="host", name="m")
+    outs = res.report["outputs"]
+    if len(outs) != 1 or outs[0]["dtype"] != "int8":
+        raise SystemExit(f"{model}: host rows expect one int8 output")
+    out_shape, out_bytes = tuple(outs[0]["shape"]), outs[0]["bytes"]
+    it = runtime.Interpreter.from_file(str(path), arena_size=512 * 1024)
+    ours_s = tflm_s = 0.0
+    n_ours = n_tflm = 0
+    exact = True
+    with tempfile.TemporaryDirectory(prefix="eerie-bench-host-") as tmp:
+        work = Path(tmp)
+        for f, content in res.files.items():
+            if isinstance(content, str):
+                (work / f).write_text(content)
+            else:
+                (work / f).write_bytes(content)
+        (work / "bench_host.c").write_text(HOST_BENCH_C)
+        target = get_target("host")
+        lib_path = build_host(work, "m", target, ["bench_host.c"], exe="libeerie_bench.so",
+                              extra_flags=["-fPIC", "-shared"])
+        lib = ctypes.CDLL(str(lib_path))
+        fn = lib.eerie_bench_host
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        fn.restype = ctypes.c_int
+        for rec in x:
+            rec = np.ascontiguousarray(rec)
+            out = np.zeros(out_bytes, np.int8)
+            args = (rec.ctypes.data, out.ctypes.data)
+            t0 = time.perf_counter()
+            if fn(*args, 1) != 0:                       # warm-up, and the output to check
+                raise SystemExit(f"{model}: the host build's invoke failed")
+            n = repeat or _repeats(time.perf_counter() - t0, min_seconds)
+            t0 = time.perf_counter()
+            fn(*args, n)
+            ours_s += time.perf_counter() - t0
+            n_ours += n
+            it.set_input(rec, 0)
+            t0 = time.perf_counter()
+            it.invoke()                                  # warm-up, and the reference output
+            one = time.perf_counter() - t0
+            ref = np.array(it.get_output(0))
+            n = repeat or _repeats(one, min_seconds)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                it.invoke()
+            tflm_s += time.perf_counter() - t0
+            n_tflm += n
+            exact &= bool(np.array_equal(out.reshape(ref.shape), ref)) and ref.shape == out_shape
+    del lib
+    ours_us, tflm_us = 1e6 * ours_s / n_ours, 1e6 * tflm_s / n_tflm
+    return {"model": model, "ours_us": ours_us, "tflm_us": tflm_us, "ratio": ours_us / tflm_us,
+            "repeat": (n_ours // len(x), n_tflm // len(x)), "exact": exact}
+
+
+HOST_HEADER = ("| model | ours us/inference (C, -O2) | TFLM us/inference (tflite-micro Python "
+               "runtime) | ratio | bit-exact |")
+
+
+def host_compiler() -> str:
+    """First line of the host C compiler's --version (what built the host rows)."""
+    import subprocess
+
+    from eerie_c.toolchain.targets import get_target
+    cc = get_target("host").cc
+    try:
+        p = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return p.stdout.splitlines()[0].strip() if p.stdout else cc
+    except OSError:
+        return cc
+
+
+def host_table(rows: list[dict]) -> str:
+    out = ["Host (this machine, one process): our generated C for the host target (portable "
+           f"kernels, {host_compiler()} -O2, a shared object called through ctypes) vs the "
+           "tflite-micro Python runtime's invoke() on the same input records; wall-clock per "
+           "inference, ratio = ours / TFLM.", "",
+           HOST_HEADER, "|---|---:|---:|---:|---|"]
+    for r in rows:
+        out.append(f"| {r['model']} | {r['ours_us']:,.1f} | {r['tflm_us']:,.1f} | "
+                   f"{r['ratio']:.2f}x | {'yes' if r['exact'] else 'NO'} |")
+    return "\n".join(out) + "\n"
+
+
 def python_compile_seconds(path: Path, target: str) -> float:
     """Wall time of compile_model minus the verification stage that runs the C toolchain."""
     timed = {"verify": 0.0}
@@ -99,13 +234,7 @@ def python_compile_seconds(path: Path, target: str) -> float:
 
 def measure(model: str, board: str, n_inputs: int, seed: int) -> dict:
     path = MODELS_DIR / f"{model}.tflite"
-    from eerie_c.frontend import load_model
-    g = load_model(path, "m")
-    spec = g.t(g.inputs[0])
-    rng = np.random.default_rng(seed)
-    if spec.dtype != "int8":
-        raise SystemExit(f"{model}: bench expects an int8 input, got {spec.dtype}")
-    x = rng.integers(-128, 128, size=(n_inputs, *spec.shape), dtype=np.int8)
+    x = bench_inputs(path, n_inputs, seed)
     outs, rep = api.run_model(path, [x], board=board)
     ref = tflm_outputs(path, x)
     exact = bool(np.array_equal(outs[0].reshape(ref.shape), ref))
@@ -184,6 +313,11 @@ def main(argv=None) -> int:
     ap.add_argument("--inputs", type=int, default=2, help="random inputs per model (default 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results.md")
+    ap.add_argument("--no-host", action="store_true",
+                    help="skip the host rows (our C with gcc -O2 vs the tflite-micro Python runtime)")
+    ap.add_argument("--host-repeat", type=int, default=0,
+                    help="inferences per input record and side in the host rows (default: "
+                         "enough for 0.2 s each)")
     args = ap.parse_args(argv)
     boards = list(ALL_BOARDS) if args.all_boards else args.boards
     rows = []
@@ -193,9 +327,18 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{model} on {board}: {r['instructions']:,} instructions, "
                   f"{r['instructions'] / r['macs']:.2f}/MAC, exact={r['exact']}", file=sys.stderr)
-    text = tables(rows)
+    host_rows = []
+    if not args.no_host:
+        for model in args.models:
+            h = measure_host(model, args.inputs, args.seed, args.host_repeat)
+            host_rows.append(h)
+            print(f"{model} on the host: ours {h['ours_us']:,.1f} us, TFLM {h['tflm_us']:,.1f} us "
+                  f"per inference, exact={h['exact']}", file=sys.stderr)
+    text = (tables(rows) + NOTES) if rows else ""
+    if host_rows:
+        text += ("\n" if text else "") + host_table(host_rows)
     print(text)
-    if not args.no_write:
+    if not args.no_write and rows:   # (host rows alone leave results.md as it is)
         md = REPO / "bench" / "results.md"
         head = "# eerie-c vs TFLM + CMSIS-NN (generated by bench/compare_tflm.py)\n\n"
         keep = ""
@@ -204,8 +347,8 @@ def main(argv=None) -> int:
             marker = "\n<!-- notes -->\n"
             if marker in old:
                 keep = marker + old.split(marker, 1)[1]
-        md.write_text(head + text + NOTES + keep)
-    return 0 if all(r["exact"] for r in rows) else 1
+        md.write_text(head + text + keep)
+    return 0 if all(r["exact"] for r in rows + host_rows) else 1
 
 
 if __name__ == "__main__":
