@@ -36,7 +36,9 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
     if _is_path(model):
         if example_args is not None:
             raise EerieError("example_args is only for nn.Module programs, not model files")
-        return api.compile_model(model, out_dir, target=target, name=name, board=board)
+        return api.compile_model(model, out_dir, target=target, name=name, board=board,
+                                 max_iterations=None if max_iterations == DEFAULT_MAX_ITERATIONS
+                                 else max_iterations)
     from .frontend.torch import load_torch
     name = api.check_name(name) if name else _object_name(model)
     brd, target = api._board_and_target(board, target)
