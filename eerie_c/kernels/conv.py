@@ -25,6 +25,7 @@ from ..errors import EerieError
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
                    zero_channels)
+from ._mve import has_mve, lower_conv2d_mve
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
 
@@ -233,6 +234,10 @@ def lower_conv2d(op, g, ctx):
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = set()
     else:
+        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+            low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)
+            if low is not None:
+                return low
         v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)

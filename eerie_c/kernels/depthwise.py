@@ -19,6 +19,7 @@ from ..errors import EerieError
 from . import Lowered, kernel
 from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._mve import has_mve, lower_depthwise_mve
 from .conv import conv_operands, folded_bias, int8_requant_vars, op_what, window
 
 
@@ -96,6 +97,10 @@ def lower_depthwise_conv2d(op, g, ctx):
         in_off = -x.zero_point
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
         wk = w.data.reshape(kh * kw, out_c)
+        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+            low = lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act, what)
+            if low is not None:
+                return low
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
         v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1)
         if dsp:

@@ -14,6 +14,7 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
                    zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._mve import has_mve, lower_fc_mve
 
 
 def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth):
@@ -70,6 +71,11 @@ def lower_fully_connected(op, g, ctx):
                              f"zero point are not supported")
         folded = bias - x.zero_point * wdata.sum(axis=1)
         mult, shift = per_channel_multipliers(x, w, y, units)
+        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+            low = lower_fc_mve(op, g, ctx, x, w, y, act, wdata, folded, mult, shift,
+                               batches, units, depth)
+            if low is not None:
+                return low
         if has_dsp(ctx.target) and batches * units * depth > 0:
             dsp = dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
             if dsp is not None:
