@@ -4,9 +4,10 @@ from .alias_reshape import alias_reshapes
 from .cancel_transposes import cancel_transposes
 from .control_flow import linearize_control_flow
 from .fold_constants import fold_constant_reshapes
+from .fuse_conv_add import fuse_conv_add
 
 PIPELINE = [cancel_transposes, linearize_control_flow, fold_constant_reshapes, cancel_transposes,
-            alias_reshapes]
+            alias_reshapes, fuse_conv_add]
 
 
 def run_passes(g: Graph) -> Graph:

@@ -1,0 +1,89 @@
+"""CONV_2D_ADD: an int8 CONV_2D whose output feeds a residual ADD, fused by
+passes/fuse_conv_add.py. Inputs: the residual r (op input 0, C in0), then the convolution's
+input, weights and bias (C in1 is the convolution's input). Output: the ADD's.
+
+The convolution is the CONV_2D kernel itself (conv2d_s8.c.j2, with its DSP variant on DSP
+targets): same weights layout, folded bias and requantization, so its int8 output z is what
+CONV_2D would produce. Only the stores change: a pixel's z (two pixels on DSP targets) goes
+to a few scratch bytes, then TFLM's int8 ADD arithmetic (residual_add_s8.j2) combines it with
+the residual at the same elements and writes the result. Each residual element is read just
+before the output element at the same index is written, and nothing else reads the residual,
+so the output may start at the residual's first byte: Lowered.inplace (the planner's rule in
+plan/lifetimes.py, checked by plan/proof.py, decides whether it does).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit import render
+from ..errors import EerieError
+from ..ir import Op
+from . import Lowered, c_comment, kernel
+from .conv import conv_operands, int8_conv_vars, op_what, window
+from .elementwise import ADD_LEFT_SHIFT
+from ._quant import activation_range_int, quantize_multiplier
+
+
+def _signed(v: int) -> str:
+    return "" if v == 0 else (f" + {v}" if v > 0 else f" - {-v}")
+
+
+def add_constants(r, z, y, act: str, conv_operand: int) -> dict:
+    """The ADD's requantization constants, derived as the ADD kernel does (elementwise.py):
+    each input scaled by its scale / (2 * max scale) after a 20-bit left shift, the sum by
+    2 * max scale / (2^20 * output scale). TFLite's input1 / input2 roles are kept."""
+    s_r, s_z, s_o = (float(np.float32(t.scale)) for t in (r, z, y))
+    s1, s2 = (s_z, s_r) if conv_operand == 0 else (s_r, s_z)
+    twice_max = 2.0 * max(s1, s2)
+    m_r, sh_r = quantize_multiplier(s_r / twice_max)
+    m_z, sh_z = quantize_multiplier(s_z / twice_max)
+    m_o, sh_o = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * s_o))
+    act_min, act_max = activation_range_int(act, y)
+    return dict(mult_r=m_r, shift_r=sh_r, mult_z=m_z, shift_z=sh_z, mult_o=m_o, shift_o=sh_o,
+                left=1 << ADD_LEFT_SHIFT, off_r=_signed(-r.zero_point), off_z=_signed(-z.zero_point),
+                out_off=_signed(y.zero_point), act_min=act_min, act_max=act_max)
+
+
+@kernel("CONV_2D_ADD", dtypes=("int8",))
+def lower_conv_add(op, g, ctx):
+    what = op_what(op)
+    if len(op.inputs) < 3 or "conv_output" not in op.attrs:
+        raise EerieError(f"{what}: malformed fused convolution + ADD")
+    rid = op.inputs[0]
+    conv = Op("CONV_2D", list(op.inputs[1:]), [op.attrs["conv_output"]], op.attrs, op.name, op.index)
+    x, w, b, z = conv_operands(conv, g, what)
+    r, y = g.t(rid), g.t(op.outputs[0])
+    if x.dtype != "int8" or tuple(r.shape) != tuple(z.shape) or tuple(y.shape) != tuple(z.shape):
+        raise EerieError(f"{what}: the fused ADD needs int8 operands of the convolution's shape")
+    batches, in_h, in_w, in_c = x.shape
+    out_c, kh, kw, w_in_c = w.shape
+    if w_in_c != in_c or z.shape[3] != out_c or (b is not None and b.size != out_c):
+        raise EerieError(f"{what}: weights {list(w.shape)} do not fit input {list(x.shape)} "
+                         f"and output {list(z.shape)}")
+    win = window(conv, in_h, in_w, kh, kw, z.shape, what)
+    act = op.attrs.get("fused_activation_function", "NONE")
+    v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, xin="in1")
+    v.update(int8_conv_vars(ctx, x, w, b, z, act, what, out_c, kh * kw * in_c))
+    v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
+    ra = add_constants(r, z, y, op.attrs.get("add_activation", "NONE"),
+                       int(op.attrs.get("conv_operand", 0)))
+    if v["dsp"]:
+        # the conv's own scratch: two columns of kp int16, plus (not 1x1) the im2col bytes of
+        # one window, which are dead once the columns are built: the two pixels' outputs fit
+        # there when the window has at least 2 * out_c bytes
+        scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+        if not v["direct"] and 2 * out_c <= kh * kw * in_c:
+            ra["zt"] = "stage"
+        else:
+            ra["zt"] = f"(int8_t *)(scratch + {scratch})"
+            scratch += 2 * out_c
+    else:
+        scratch = out_c   # one pixel's outputs
+    v["residual"] = ra
+    body = render("kernels/conv2d_s8.c.j2", **v)
+    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
+    return Lowered(body=body, inputs=[rid, x.id], outputs=[y.id], helpers=helpers,
+                   scratch_bytes=scratch, inplace=True,
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
+                   comment=f"CONV_2D + ADD {c_comment(op.name)} (the residual ADD fused into the "
+                           f"convolution's stores)")
