@@ -663,7 +663,7 @@ def _conv(L: _Lowerer, node, x, w, b, stride, padding, dilation, transposed, out
     if isinstance(w, Act) or isinstance(b, Act):
         raise EerieError(f"{what}: weights and bias must be constants (parameters)")
     if transposed:
-        raise EerieError(f"{what}: transposed convolution is not supported")
+        return _conv_transpose(L, node, x, w, b, stride, padding, dilation, output_padding, groups)
     rank = len(L.t(x).shape)
     one_d = rank == 3
     if one_d:   # conv1d: a conv2d over a height of one
@@ -721,6 +721,46 @@ def _conv(L: _Lowerer, node, x, w, b, stride, padding, dilation, transposed, out
     if one_d:
         y = L.reshape(y, L.meta_shape())
     return y
+
+
+def _conv_transpose(L: _Lowerer, node, x, w, b, stride, padding, dilation, output_padding, groups):
+    """conv_transpose1d/2d, float32: TRANSPOSE_CONV with VALID padding onto the full output
+    ((in - 1) * stride + k), then the rows and columns torch's padding removes are sliced off
+    (output_padding keeps up to `padding` more at the end)."""
+    what = f"transposed convolution {node.name}"
+    rank = len(L.t(x).shape)
+    one_d = rank == 3
+    if one_d:
+        n, c, length = L.t(x).shape
+        x = L.reshape(x, (n, c, 1, length))
+        w = w.unsqueeze(2)
+        stride, padding, dilation = [1, stride[0]], [0, padding[0]], [1, dilation[0]]
+        output_padding = [0, output_padding[0]]
+    elif rank != 4:
+        raise EerieError(f"{what}: {rank - 2}-D transposed convolution is not supported")
+    s, p, d = _pairs(stride), _pairs(padding), _pairs(dilation)
+    if d != [1, 1] or groups != 1:
+        raise EerieError(f"{what}: dilated or grouped transposed convolution is not supported")
+    w = w.detach().float()                      # [in_c, out_c, kh, kw]
+    out_c, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    xn = _nchw_in(L, x, what)
+    n, h, wd, _ = L.t(xn).shape
+    full = ((h - 1) * s[0] + kh, (wd - 1) * s[1] + kw)
+    oshape = L.meta_shape()
+    if one_d:
+        oshape = (oshape[0], oshape[1], 1, oshape[2])
+    oh, ow = oshape[2], oshape[3]
+    if p[0] + oh > full[0] or p[1] + ow > full[1]:
+        raise EerieError(f"{what}: output_padding larger than padding is not supported")
+    ins = [L.const(np.array([n, full[0], full[1], out_c], np.int32), "int32", "output_shape"),
+           L.const(w.permute(1, 2, 3, 0).contiguous(), "float32", "weights"), xn,
+           L.const(b.detach().float(), "float32", "bias") if b is not None else None]
+    y = L.op("TRANSPOSE_CONV", ins, (n, full[0], full[1], out_c), "float32",
+             {"padding": "VALID", "stride_h": s[0], "stride_w": s[1], "fused_activation_function": "NONE"})
+    y = _slice_op(L, y, 1, p[0], p[0] + oh, 1)
+    y = _slice_op(L, y, 2, p[1], p[1] + ow, 1)
+    y = _nchw_out(L, y)
+    return L.reshape(y, L.meta_shape()) if one_d else y
 
 
 @lowers("_native_batch_norm_legit_no_training.default")
