@@ -170,6 +170,9 @@ def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Low
     if prep is None:
         return None
     wrows, fb, m, rs, ra = prep
+    # immediate offsets of the inline assembly (VLDRB.S32: 7 bits)
+    if 4 * (3 * win.sw + (kw - 1) * win.dw) > 124 or 4 * (kh * kw - 1) > 124:
+        return None
     kspan = (kh - 1) * win.dh + 1
     wp = (win.out_w - 1) * win.sw + (kw - 1) * win.dw + 1
     jlo, jhi = min(win.pad_l, wp), min(wp, win.pad_l + in_w)
@@ -180,8 +183,9 @@ def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Low
                and x.id not in g.inputs and x.id not in g.outputs and len(g.consumers(x.id)) == 1)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, C=c, w=win, kspan=kspan, wp=wp, jlo=jlo,
              jhi=jhi, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
-             weights=ctx.const(np.ascontiguousarray(wrows.T.astype(np.int8)), "int8_t", "weights",
-                               c_comment(w.label)),
+             weights=ctx.const(np.ascontiguousarray(wrows.astype(np.int8).reshape(c // 4, 4, kh * kw)
+                                                    .transpose(0, 2, 1)), "int8_t", "weights_mve",
+                               f"{c_comment(w.label)} (groups of 4 channels: [C/4][taps][4])"),
              params=_params(ctx, m, rs, ra, fb, "4 channels"))
     body = render("kernels/depthwise_s8_mve.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=set(MVE_HELPERS),

@@ -107,9 +107,8 @@ def test_conv_mve_host(tmp_path, geom):
     check_host(tmp_path, model, in_shape)
 
 
-@pytest.mark.parametrize("act", ["NONE", "RELU"])
-@pytest.mark.parametrize("per_channel", [True, False])
-@pytest.mark.parametrize("in_zp", [-128, 37])
+@pytest.mark.parametrize("act,per_channel,in_zp", [("NONE", True, -128), ("RELU", False, 37),
+                                                   ("RELU", True, 0)])
 def test_conv_mve_host_quant(tmp_path, act, per_channel, in_zp):
     model = conv_model("int8", (1, 5, 6, 4), 5, (3, 3), (1, 1), "SAME", act=act,
                        per_channel=per_channel, in_zp=in_zp, bias=in_zp != 0)
@@ -148,9 +147,9 @@ def test_mve_constant_channels(tmp_path, op, k):
     check_host(tmp_path, conv_with(wts, bias, scales, op), (1, 5, 5, 8), (marker,))
 
 
-@pytest.mark.parametrize("batches,depth,units", [(1, 64, 12), (2, 37, 11), (1, 8, 1), (3, 640, 130),
-                                                 (1, 256, 2)])
-@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("batches,depth,units,per_channel", [(1, 64, 12, False), (2, 37, 11, True),
+                                                             (1, 8, 1, False), (3, 640, 130, True),
+                                                             (1, 256, 2, False)])
 def test_fc_mve_host(tmp_path, batches, depth, units, per_channel):
     from test_fully_connected import fc_model
     model = fc_model("int8", batches, depth, units, "RELU", per_channel=per_channel)
@@ -178,13 +177,58 @@ def test_mve_inplace_pointwise(tmp_path, residual):
     check_host(tmp_path, model, (1, 6, 5, 4))
 
 
+DW_GEOMETRIES = [
+    # in_shape, depth multiplier, kernel, stride, padding, dilation
+    ((1, 7, 9, 8), 1, (3, 3), (1, 1), "SAME", (1, 1)),     # 4-pixel blocks + a 1-pixel tail
+    ((1, 7, 9, 20), 1, (3, 3), (2, 2), "SAME", (1, 1)),    # C % 16 = 4: word-copy tail groups
+    ((1, 8, 9, 12), 1, (3, 3), (2, 2), "VALID", (1, 1)),
+    ((1, 7, 9, 4), 1, (2, 4), (1, 1), "SAME", (1, 1)),     # even kernel: asymmetric padding
+    ((1, 10, 11, 4), 1, (3, 3), (1, 1), "SAME", (2, 2)),   # dilation: ring of 5 rows
+    ((1, 3, 3, 8), 1, (5, 5), (1, 1), "SAME", (1, 1)),     # no interior at all
+    ((2, 5, 4, 16), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # batches, 4-pixel rows
+    ((1, 5, 5, 6), 1, (3, 3), (1, 1), "SAME", (1, 1)),     # channels % 4 != 0: not MVE
+    ((1, 5, 5, 4), 2, (3, 3), (1, 1), "SAME", (1, 1)),     # multiplier 2: not MVE
+]
+
+
+@pytest.mark.parametrize("geom", DW_GEOMETRIES,
+                         ids=lambda g: f"{g[0]}-m{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}")
+def test_depthwise_mve_host(tmp_path, geom):
+    from test_depthwise import dw_model
+    in_shape, mult, k, stride, padding, dil = geom
+    model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
+    mve = mult == 1 and in_shape[3] % 4 == 0
+    check_host(tmp_path, model, in_shape, ("_mve_params",) if mve else ())
+
+
+@pytest.mark.parametrize("per_channel,in_zp", [(True, -128), (False, 37)])
+def test_depthwise_mve_host_quant(tmp_path, per_channel, in_zp):
+    from test_depthwise import dw_model
+    model = dw_model("int8", (1, 5, 6, 8), 1, (3, 3), (1, 1), "SAME", act="NONE",
+                     per_channel=per_channel, in_zp=in_zp, bias=in_zp != 0)
+    check_host(tmp_path, model, (1, 5, 6, 8))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(k=(5, 5)), dict(dil=(2, 2), batches=2)],
+                         ids=["3x3", "5x5", "dilated-batches"])
+def test_mve_inplace_depthwise(tmp_path, kw):
+    """Stride-1 depthwise runs in place through its ring of padded input rows."""
+    model, shape = dw_chain(**kw)
+    (tmp_path / "c.tflite").write_bytes(model)
+    rep = compile_model(tmp_path / "c.tflite", target=TARGET, name="c").report
+    dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
+    assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"] and dw["scratch_bytes"] > 0
+    check_host(tmp_path, model, shape)
+
+
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 
 @pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                     reason="SKIPPED LOUDLY: needs arm-none-eabi-gcc, make and qemu-system-arm")
 @pytest.mark.parametrize("case", ["k3-K27-odd", "pointwise-odd", "pointwise-K8", "kws-first",
-                                  "K576-looped", "dead", "fc", "fc-640", "inplace"])
+                                  "K576-looped", "dead", "fc", "fc-640", "inplace", "dw",
+                                  "dw-s2-c20", "inplace-dw"])
 def test_mve_kernels_on_cortex_m55(tmp_path, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""
     from test_fully_connected import fc_model
@@ -197,6 +241,12 @@ def test_mve_kernels_on_cortex_m55(tmp_path, case):
     elif case == "dead":
         in_shape = (1, 4, 4, 8)
         model = small_conv(3, 4.0, in_c=8, out_c=6, w_scales=[0.5, 1e-30, 1e-9, 0.25, 1e-7, 0.5])
+    elif case in ("dw", "dw-s2-c20"):
+        from test_depthwise import dw_model
+        in_shape, mult, k, stride, padding, dil = DW_GEOMETRIES[0 if case == "dw" else 1]
+        model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
+    elif case == "inplace-dw":
+        model, in_shape = dw_chain(batches=2, k=(5, 5))
     elif case == "fc":
         in_shape = (2, 37)
         model = fc_model("int8", 2, 37, 11, "RELU", per_channel=True)
