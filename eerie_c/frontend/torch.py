@@ -1071,8 +1071,12 @@ def _matmul(L, node, *args, **kw):
         bias = args[2] if len(args) > 2 else None
         wt = None if isinstance(w, Act) else w
     if not isinstance(x, Act) or wt is None or isinstance(bias, Act):
-        raise EerieError(f"{node.name}: matrix products need a constant weight matrix on the right "
-                         f"(products of two computed tensors are not supported yet)")
+        # A product of two computed tensors (or a constant on the left): BATCH_MATMUL.
+        y = _batch_matmul(L, node, x, w, adj_y=key == "linear")
+        if bias is not None:
+            y = L.op("ADD", [y, L.act_of(bias, y)], L.meta_shape(), "float32",
+                     {"fused_activation_function": "NONE"})
+        return y
     wt = wt.detach().double()
     units = wt.shape[0]
     b = None
@@ -1090,6 +1094,23 @@ def _matmul(L, node, *args, **kw):
            L.const(b.float(), "float32", "bias") if b is not None else None]
     return L.op("FULLY_CONNECTED", ins, L.meta_shape(), "float32",
                 {"fused_activation_function": "NONE", "keep_num_dims": len(L.meta_shape()) > 2})
+
+
+def _batch_matmul(L, node, a, b, adj_y=False):
+    """a @ b (b transposed in its last two dims when adj_y) as a float32 BATCH_MATMUL; either
+    operand may be a constant."""
+    if any(isinstance(v, Act) and L.t(v).dtype != "float32" for v in (a, b)):
+        raise EerieError(f"{node.name}: matrix products are supported for float32 only")
+    if len(L.shape(a)) < 2 or len(L.shape(b)) < 2:
+        raise EerieError(f"{node.name}: matrix products of vectors (1-D operands) are not supported")
+    ins = [a if isinstance(a, Act) else L.const(a.detach().float().contiguous(), "float32", "lhs"),
+           b if isinstance(b, Act) else L.const(b.detach().float().contiguous(), "float32", "rhs")]
+    return L.op("BATCH_MATMUL", ins, L.meta_shape(), "float32", {"adj_x": False, "adj_y": bool(adj_y)})
+
+
+@lowers("bmm")
+def _bmm(L, node, a, b):
+    return _batch_matmul(L, node, a, b)
 
 
 def _reduce_axes(L, x, dims):

@@ -39,3 +39,69 @@ def test_conv_transpose2d(stride, padding, output_padding, bias):
 def test_conv_transpose1d():
     torch.manual_seed(1)
     check(Up1d(), torch.randn(2, 4, 7))
+
+
+# ---- products of two computed tensors (BATCH_MATMUL) ------------------------------------------
+
+class MM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 5)
+
+    def forward(self, x, y):
+        return torch.mm(self.a(x), y.t()), torch.mm(x.t(), y)
+
+
+class BMM(nn.Module):
+    def forward(self, x, y):
+        return torch.bmm(x, y.transpose(1, 2)).relu()
+
+
+class Attention(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        att = torch.softmax(q @ k.transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        return att @ v
+
+
+class Broadcast(nn.Module):
+    """matmul with broadcast batch dims, a 2-D operand and a constant on the left."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("c", torch.randn(3, 4))
+
+    def forward(self, x, y):
+        return torch.matmul(x, y) + torch.matmul(self.c, y) + torch.matmul(x, y[0, 0])
+
+
+def test_mm():
+    torch.manual_seed(2)
+    check(MM(), torch.randn(4, 6), torch.randn(4, 5))
+
+
+def test_bmm():
+    torch.manual_seed(3)
+    check(BMM(), torch.randn(3, 4, 5), torch.randn(3, 6, 5))
+
+
+def test_attention():
+    torch.manual_seed(4)
+    check(Attention(), torch.randn(2, 7, 8))
+
+
+def test_matmul_broadcast():
+    torch.manual_seed(5)
+    check(Broadcast(), torch.randn(2, 1, 3, 4), torch.randn(2, 5, 4, 6))
+
+
+def test_attention_over_a_dynamic_sequence():
+    """Dynamic batch and T: the T x T scores are masked (-inf) before the softmax over T and
+    (0) before the contraction over T in att @ v."""
+    from test_dynamic import compare_seq, seq_inputs
+    torch.manual_seed(6)
+    compare_seq(Attention(), seq_inputs([(1, 3), (3, 10), (0, 6), (2, 7)], feat=8), (torch.randn(2, 5, 8),),
+                ({0: torch.export.Dim("batch", max=3), 1: torch.export.Dim("seq", min=2, max=10)},))
