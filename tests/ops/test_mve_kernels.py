@@ -185,7 +185,7 @@ DW_GEOMETRIES = [
     ((1, 7, 9, 4), 1, (2, 4), (1, 1), "SAME", (1, 1)),     # even kernel: asymmetric padding
     ((1, 10, 11, 4), 1, (3, 3), (1, 1), "SAME", (2, 2)),   # dilation: ring of 5 rows
     ((1, 3, 3, 8), 1, (5, 5), (1, 1), "SAME", (1, 1)),     # no interior at all
-    ((2, 5, 4, 16), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # batches, 4-pixel rows
+    ((2, 5, 4, 36), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # batches, 2 x 16 channels + 4
     ((1, 5, 5, 6), 1, (3, 3), (1, 1), "SAME", (1, 1)),     # channels % 4 != 0: not MVE
     ((1, 5, 5, 4), 2, (3, 3), (1, 1), "SAME", (1, 1)),     # multiplier 2: not MVE
 ]
@@ -228,7 +228,7 @@ BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
                     reason="SKIPPED LOUDLY: needs arm-none-eabi-gcc, make and qemu-system-arm")
 @pytest.mark.parametrize("case", ["k3-K27-odd", "pointwise-odd", "pointwise-K8", "kws-first",
                                   "K576-looped", "dead", "fc", "fc-640", "inplace", "dw",
-                                  "dw-s2-c20", "inplace-dw"])
+                                  "dw-s2-c20", "dw-c36", "inplace-dw"])
 def test_mve_kernels_on_cortex_m55(tmp_path, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""
     from test_fully_connected import fc_model
@@ -241,9 +241,9 @@ def test_mve_kernels_on_cortex_m55(tmp_path, case):
     elif case == "dead":
         in_shape = (1, 4, 4, 8)
         model = small_conv(3, 4.0, in_c=8, out_c=6, w_scales=[0.5, 1e-30, 1e-9, 0.25, 1e-7, 0.5])
-    elif case in ("dw", "dw-s2-c20"):
+    elif case in ("dw", "dw-s2-c20", "dw-c36"):
         from test_depthwise import dw_model
-        in_shape, mult, k, stride, padding, dil = DW_GEOMETRIES[0 if case == "dw" else 1]
+        in_shape, mult, k, stride, padding, dil = DW_GEOMETRIES[{"dw": 0, "dw-s2-c20": 1, "dw-c36": 6}[case]]
         model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
     elif case == "inplace-dw":
         model, in_shape = dw_chain(batches=2, k=(5, 5))
