@@ -63,7 +63,8 @@ def check_name(name: str) -> str:
 
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
-                  arena_budget: int | None = None, stack_budget: int | None = None) -> CompileResult:
+                  arena_budget: int | None = None, stack_budget: int | None = None,
+                  inputs_in_arena: bool = False) -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
     a worst-case stack bound from the target compiler's own frame sizes."""
@@ -74,7 +75,11 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     step_of = {id(op): k for k, op in enumerate(g.ops)}
     scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
     with stage("memory plan and its proof"):
-        plan = plan_memory(g, scratch)
+        # inputs_in_arena: the inputs get arena slots (NAME_inputK_buffer()), not caller
+        # buffers; not for a dynamic batch, whose arena holds one sample
+        in_arena = bool(inputs_in_arena and not getattr(g, "dynamic_batch", None)
+                        and getattr(g, "dynamic_dims", None) is None)
+        plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
         verify_graph(g, "planning")
     with stage("C emission"):
@@ -83,6 +88,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
         "arena_bytes": plan.arena_bytes, "flash_bytes": flash_consts, "constant_bytes": flash_consts,
+        "inputs_in_arena": plan.inputs_in_arena,
         "state_bytes": plan.state_bytes,   # variable tensors: static, outside the arena
         "macs": int(sum(low.macs for low in lowered)),
         "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
@@ -131,19 +137,23 @@ def _op_report(g, low, plan):
 
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
                   board=None, arena_budget: int | None = None, stack_budget: int | None = None,
-                  max_iterations: int | None = None) -> CompileResult:
+                  max_iterations: int | None = None, inputs_in_arena: bool | None = None
+                  ) -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
     Makefile) after checking that the model fits the board's flash and RAM. max_iterations
     bounds loops whose trip count is not proved at compile time (TFLite WHILE, torch
-    while_loop; a run that needs more returns 1 from NAME_invoke)."""
+    while_loop; a run that needs more returns 1 from NAME_invoke). inputs_in_arena (default:
+    on with a board, off without) plans the inputs inside the arena, where the application
+    writes them through NAME_inputK_buffer() (docs/integration.md)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget)
+                        stack_budget=stack_budget,
+                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
     if getattr(g, "dynamic_dims", None) is not None:
         from .torch_api import note_dynamic
         note_dynamic(res)
@@ -254,16 +264,19 @@ def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np
 def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_dir=None,
               name: str | None = None, board=None, timeout: float | None = None,
               arena_budget: int | None = None, stack_budget: int | None = None,
-              max_iterations: int | None = None) -> tuple[list[np.ndarray], dict]:
+              max_iterations: int | None = None, inputs_in_arena: bool | None = None
+              ) -> tuple[list[np.ndarray], dict]:
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
-    (batched like the inputs) and the report (with the board's measurements)."""
+    (batched like the inputs) and the report (with the board's measurements). inputs_in_arena
+    as for compile_model (on a board the harness then reads the inputs into the arena)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget)
+                        stack_budget=stack_budget,
+                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
     if getattr(g, "dynamic_dims", None) is not None:
         # torch dynamic sizes: one inference at the sizes of the given arrays
         from .torch_api import note_dynamic, run_dynamic

@@ -161,6 +161,9 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         "arena_bytes": plan.arena_bytes, "arena_align": plan.align,
         "state": state_info(g, plan), "state_bytes": plan.state_bytes,
         "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs), "cflags": cflags,
+        # arena offset of each input planned in the arena (NAME_inputK_buffer()), else None
+        "input_slots": [plan.tensors[t].offset if plan.tensors[t].base == "arena" else None
+                        for t in g.inputs],
         "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
         "dyn": getattr(g, "dynamic_dims", None),   # torch dynamic sizes (frontend/torch_dynamic.py)
     }

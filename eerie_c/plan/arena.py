@@ -34,6 +34,8 @@ class Plan:
     # "state", index k = their storage NAME_stateK), never in the arena.
     state: dict[str, Placement] = field(default_factory=dict)
     state_bytes: int = 0
+    # graph inputs planned in the arena (NAME_inputK_buffer()) instead of caller buffers
+    inputs_in_arena: bool = False
 
 
 def _align(n: int, a: int) -> int:
@@ -55,8 +57,9 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     return offsets
 
 
-def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN) -> Plan:
-    bufs = buffers(g, scratch)
+def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN,
+                inputs_in_arena: bool = False) -> Plan:
+    bufs = buffers(g, scratch, inputs_in_arena)
     arena_bufs = [b for b in bufs if b.user is None and b.size > 0]
     orderings = [
         sorted(arena_bufs, key=lambda b: (-b.size, b.start, b.key)),
@@ -85,5 +88,7 @@ def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, ali
             scratch_pl[b.key[len("scratch:"):]] = Placement("arena", 0, offsets.get(b.key, 0), b.size)
     state = {tid: Placement("state", k, 0, g.t(tid).nbytes) for k, tid in enumerate(g.variables())}
     tensors.update(state)
-    return Plan(arena_bytes, tensors, scratch_pl, bufs, align, state,
+    plan = Plan(arena_bytes, tensors, scratch_pl, bufs, align, state,
                 sum(p.size for p in state.values()))
+    plan.inputs_in_arena = inputs_in_arena
+    return plan

@@ -73,8 +73,11 @@ def inplace_allowed(g: Graph, step: int, find) -> bool:
     return sum(1 for t in op.inputs if t is not None and t in members) == 1
 
 
-def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None) -> list[Buffer]:
-    """`scratch` maps an op step to (name, bytes) of a scratch buffer it needs."""
+def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
+            inputs_in_arena: bool = False) -> list[Buffer]:
+    """`scratch` maps an op step to (name, bytes) of a scratch buffer it needs. With
+    inputs_in_arena, graph inputs (other than pass-through inputs that are outputs too) are
+    arena buffers live from step -1, not caller buffers."""
     rep = storage_groups(g)
     last = len(g.ops)
     groups: dict[str, Buffer] = {}
@@ -96,7 +99,8 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None) -> list
                 b = groups[rep[tid]]
                 b.end = max(b.end, step)
     for k, tid in enumerate(g.inputs):
-        groups[rep[tid]].user = ("input", k)
+        if not inputs_in_arena or tid in g.outputs:
+            groups[rep[tid]].user = ("input", k)
     for k, tid in enumerate(g.outputs):
         groups[rep[tid]].user = ("output", k)
         groups[rep[tid]].end = last

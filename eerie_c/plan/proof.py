@@ -54,12 +54,20 @@ def _live_ranges(g: Graph) -> dict[str, tuple[int, int]]:
 
 def _prove_user_buffers(g: Graph, plan: Plan) -> None:
     """Each graph input / output lives in its own caller-owned buffer, never in the arena
-    and never in another user buffer (aliasing must not merge two of them)."""
+    and never in another user buffer (aliasing must not merge two of them); except that a
+    plan made with inputs_in_arena keeps the inputs in the arena."""
     for base, tids in (("input", g.inputs), ("output", g.outputs)):
         for k, tid in enumerate(tids):
             if tid in g.inputs and tid in g.outputs:
                 continue   # a pass-through tensor is both; either buffer is right
             p = plan.tensors.get(tid)
+            if base == "input" and getattr(plan, "inputs_in_arena", False):
+                # inputs planned in the arena: live from before the first op, overlap-checked
+                # below like every other arena tensor
+                if p is None or p.base != "arena":
+                    raise CompilerBug(f"arena proof: graph input {tid} should be in the arena, "
+                                      f"not in {'nowhere' if p is None else p.base}")
+                continue
             if p is None or (p.base, p.index) != (base, k):
                 got = "nowhere" if p is None else f"{p.base} {p.index}"
                 raise CompilerBug(f"arena proof: graph {base} {tid} is placed in {got}, not in "
