@@ -1,10 +1,13 @@
 """More ATen ops vs eager (float32, within 1e-5 of the output range): transposed convolution
 (1-D and 2-D, strides, padding, output_padding, with and without bias) lowered to
-TRANSPOSE_CONV plus a crop."""
+TRANSPOSE_CONV plus a crop; products of two computed tensors (mm, bmm, matmul with broadcast
+batch dims, attention, also over a dynamic sequence) lowered to BATCH_MATMUL; max/avg pooling
+with ceil_mode and count_include_pad=False/True with padding."""
 import pytest
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
+F = nn.functional
 
 from test_torch_models import check  # noqa: E402
 
@@ -105,3 +108,36 @@ def test_attention_over_a_dynamic_sequence():
     torch.manual_seed(6)
     compare_seq(Attention(), seq_inputs([(1, 3), (3, 10), (0, 6), (2, 7)], feat=8), (torch.randn(2, 5, 8),),
                 ({0: torch.export.Dim("batch", max=3), 1: torch.export.Dim("seq", min=2, max=10)},))
+
+
+# ---- pooling with ceil_mode / count_include_pad -----------------------------------------------
+
+class Pool(nn.Module):
+    def __init__(self, kind, k, s, p, ceil, incl=True):
+        super().__init__()
+        self.kind, self.k, self.s, self.p, self.ceil, self.incl = kind, k, s, p, ceil, incl
+
+    def forward(self, x):
+        if self.kind == "max":
+            return F.max_pool2d(x, self.k, self.s, self.p, ceil_mode=self.ceil)
+        return F.avg_pool2d(x, self.k, self.s, self.p, ceil_mode=self.ceil, count_include_pad=self.incl)
+
+
+
+@pytest.mark.parametrize("k,s,p,ceil", [
+    (2, 2, 0, True), (3, 2, 1, True), (3, 2, 0, True), ((3, 2), (2, 3), (1, 0), True), (3, 3, 1, True),
+    (2, 2, 0, False),
+])
+def test_max_pool_ceil_mode(k, s, p, ceil):
+    torch.manual_seed(7)
+    check(Pool("max", k, s, p, ceil), torch.randn(1, 3, 7, 8))
+
+
+@pytest.mark.parametrize("k,s,p,ceil,incl", [
+    (2, 2, 0, True, True), (3, 2, 1, True, True), (3, 2, 1, True, False), (3, 2, 1, False, False),
+    ((3, 2), (2, 3), (1, 0), True, False), (2, 1, 1, False, False), (3, 3, 1, True, True), (4, 3, 2, False, False),
+    (2, 3, 1, False, False),   # the last input column falls in no window: cropped
+])
+def test_avg_pool_ceil_mode_and_count_include_pad(k, s, p, ceil, incl):
+    torch.manual_seed(8)
+    check(Pool("avg", k, s, p, ceil, incl), torch.randn(2, 3, 7, 8))
