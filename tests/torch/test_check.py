@@ -1,6 +1,7 @@
 """eerie_c.check / `eerie-c check`: each kind of program torch.export cannot capture (or that
 eerie-c cannot lower) is reported at the user's line with the rewrite that fixes it; the
-rewritten programs pass the check, compile and match eager PyTorch."""
+rewritten programs pass the check, compile and match eager PyTorch. When the program does not
+export, the ops eerie-c lacks are still listed, from an eager run of the module."""
 import subprocess
 import sys
 import textwrap
@@ -147,6 +148,41 @@ def test_unsupported_ops_listed_with_their_lines():
     assert erf.kind == sort.kind == "op"
     assert "aten.erf" in erf.reason and "aten.sort" in sort.reason
     assert not res.ok and len(res.problems) == 2, res.text()
+
+
+class IfAndUnsupported(nn.Module):
+    """Does not export (a Python `if` on a value), and uses ops eerie-c lacks: the check still
+    lists those, from an eager run, and none of the supported ones around them."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):                                    # [1, 2, 4, 4]
+        h = nn.functional.max_pool2d(torch.relu(self.bn(self.c(x))), 2, ceil_mode=True)
+        h = self.l(h.flatten(2))                             # [1, 3, 4]
+        att = torch.softmax(h @ h.transpose(1, 2), -1) @ h
+        if att.mean() > 0:  # BREAK-eager-if
+            att = torch.cumsum(att, 1)  # BREAK-eager-cumsum
+        return torch.flip(att, [2]) + h[0].t().sum()  # BREAK-eager-flip
+
+
+def test_ops_eerie_c_lacks_are_listed_when_export_fails():
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, 4, 4)
+    m = IfAndUnsupported().eval()
+    while m(x).mean() <= 0:      # make the example take the branch with cumsum
+        x = torch.randn(1, 2, 4, 4)
+    res = eerie_c.check(m, (x,))
+    assert not res.ok and finding(res, "BREAK-eager-if").kind == "if"
+    cumsum, flip = finding(res, "BREAK-eager-cumsum"), finding(res, "BREAK-eager-flip")
+    assert cumsum.kind == flip.kind == "op" and "eager op scan" in cumsum.found_by
+    assert "aten.cumsum" in cumsum.reason and "aten.flip" in flip.reason
+    # conv, eval batch norm, pooling, linear, t, matmul, softmax: no false reports
+    assert "aten.t" not in flip.reason and "batch_norm" not in res.text()
+    assert len(res.problems) == 3, res.text()
 
 
 def test_a_function_can_be_checked():
