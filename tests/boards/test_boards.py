@@ -90,7 +90,9 @@ def test_model_on_board_matches_tflm(board_tools, models_dir, tmp_path, model, b
     for key in ("instructions", "flash_bytes", "ram_static_bytes", "stack_high_water_bytes"):
         assert saved[key] == report[key]
     assert saved["board"] == board and len(saved["instructions_per_inference"]) == N_INPUTS
-    assert saved["instructions"] >= saved["macs"]           # at least one instruction per MAC
+    # A sanity floor on the measured count: one SMLAD does 2 int8 MACs, one MVE VMLADAVA 16.
+    macs_per_instruction = 16 if board == "mps3-an547" else 2
+    assert saved["instructions"] >= saved["macs"] / macs_per_instruction
     assert saved["flash_bytes"] > saved["constant_bytes"]   # weights plus code
     assert saved["ram_static_bytes"] >= saved["arena_bytes"]
     assert 0 < saved["stack_high_water_bytes"] < saved["stack_reserve_bytes"]
