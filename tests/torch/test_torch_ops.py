@@ -81,6 +81,22 @@ class Broadcast(nn.Module):
         return torch.matmul(x, y) + torch.matmul(self.c, y) + torch.matmul(x, y[0, 0])
 
 
+class ComputedWeights(nn.Module):
+    """addmm and linear whose weight matrix is computed (bias constant or computed)."""
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.randn(5))
+
+    def forward(self, x, y):                       # x [4, 6], y [4, 5]
+        w = torch.tanh(x.t() @ y)                  # [6, 5], computed
+        return torch.addmm(self.b, x, w), F.linear(x, w.t(), self.b), F.linear(x, w.t(), y[0])
+
+
+def test_addmm_and_linear_with_computed_weights():
+    torch.manual_seed(9)
+    check(ComputedWeights(), torch.randn(4, 6), torch.randn(4, 5))
+
+
 def test_mm():
     torch.manual_seed(2)
     check(MM(), torch.randn(4, 6), torch.randn(4, 5))
