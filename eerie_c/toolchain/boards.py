@@ -137,7 +137,9 @@ def budget(board: Board, report: dict) -> dict:
     measured code and constants, its arena and static data, and its proven stack bound."""
     consts = int(report["constant_bytes"])
     code = int(report.get("code_bytes", CODE_BYTES_PER_OP * len(report.get("ops", [])))) + RUNTIME_CODE_BYTES
-    io = sum(int(t["bytes"]) for t in report["inputs"] + report["outputs"])
+    # The harness's I/O buffers; inputs planned into the arena (inputs_in_arena) need none.
+    ins = [] if report.get("inputs_in_arena") else report["inputs"]
+    io = sum(int(t["bytes"]) for t in ins + report["outputs"])
     # The model's proven stack bound plus one interrupt's exception frame and handler.
     stack = int(report.get("stack_bound_bytes", board.stack_bytes)) + int(report.get("stack_interrupt_allowance_bytes", 0))
     static = int(report.get("static_data_bytes", 0)) + io + RUNTIME_RAM_BYTES

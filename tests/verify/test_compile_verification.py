@@ -108,3 +108,14 @@ def test_kernel_emitting_a_vla_fails_the_compile(models_dir, monkeypatch):
     monkeypatch.setattr(info, "lower", bad_lower)
     with pytest.raises(CompilerBug, match="variable-length|VLA|constant size|dynamic"):
         compile_model(models_dir / "ad01_int8.tflite")
+
+
+def test_board_budget_counts_no_input_buffer_when_inputs_live_in_the_arena():
+    from eerie_c.toolchain.boards import budget, get_board
+    report = {"constant_bytes": 0, "code_bytes": 0, "arena_bytes": 1000, "static_data_bytes": 0,
+              "stack_bound_bytes": 100, "inputs": [{"bytes": 300}], "outputs": [{"bytes": 10}]}
+    board = get_board("mps2-an386")
+    with_buffers = budget(board, dict(report, inputs_in_arena=False))
+    in_arena = budget(board, dict(report, inputs_in_arena=True))
+    assert with_buffers["io_buffer_bytes"] == 310 and in_arena["io_buffer_bytes"] == 10
+    assert with_buffers["ram_bytes"] - in_arena["ram_bytes"] == 300
