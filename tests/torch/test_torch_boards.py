@@ -1,5 +1,6 @@
 """PyTorch programs on a Cortex-M4 board in QEMU (mps2-an386): a CNN with batch norm, an MLP,
-a depthwise-separable CNN, a residual block, an early-exit classifier, the control-flow models
+a depthwise-separable CNN, a residual block, an early-exit classifier, self-attention
+(BATCH_MATMUL), a transposed-convolution upsampler, the control-flow models
 (torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
 counter, cond nested in a loop) and programs with dynamic sizes (a batch, a sequence length;
 several sizes in one boot) match eager PyTorch within 1e-5."""
@@ -15,6 +16,7 @@ from test_control_flow import CondActivation, CondInWhile, EarlyExit, Newton  # 
 from test_dynamic import MLP as BatchMLP, SeqModel, compare_seq, seq_inputs  # noqa: E402
 from test_rnn_loop import RNNLoop  # noqa: E402
 from test_torch_models import MLP, DepthwiseSeparable, Residual, SmallCNN, randomize_bn  # noqa: E402
+from test_torch_ops import Attention, Up2d  # noqa: E402
 
 Dim = torch.export.Dim
 
@@ -77,6 +79,8 @@ MODELS = [
     ("depthwise_separable", lambda: randomize_bn(DepthwiseSeparable()), (1, 4, 8, 8), 2),
     ("residual", lambda: randomize_bn(Residual()), (1, 6, 6, 6), 2),
     ("early_exit", EarlyExit, (8,), 8),   # 8 inputs: the confident exit and the second stage
+    ("attention", Attention, (2, 7, 8), 2),                    # products of computed tensors
+    ("transposed_conv", lambda: Up2d(2, 1, 1, True), (1, 3, 5, 5), 2),
 ]
 
 
