@@ -305,6 +305,20 @@ runtime's on the same random inputs.
 """
 
 
+README_BEGIN, README_END = "<!-- bench:begin -->\n", "<!-- bench:end -->\n"
+
+
+def sync_readme(text: str) -> None:
+    """The README shows the latest tables: the generated part of bench/results.md, verbatim,
+    between its bench markers (tests/test_readme.py checks they agree)."""
+    readme = REPO / "README.md"
+    old = readme.read_text()
+    if README_BEGIN in old and README_END in old:
+        before, rest = old.split(README_BEGIN, 1)
+        after = rest.split(README_END, 1)[1]
+        readme.write_text(before + README_BEGIN + text.rstrip("\n") + "\n" + README_END + after)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
@@ -348,6 +362,7 @@ def main(argv=None) -> int:
             if marker in old:
                 keep = marker + old.split(marker, 1)[1]
         md.write_text(head + text + keep)
+        sync_readme(text)
     return 0 if all(r["exact"] for r in rows + host_rows) else 1
 
 

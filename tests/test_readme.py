@@ -19,3 +19,13 @@ def test_readme_links_resolve():
     text = (ROOT / "README.md").read_text()
     for link in re.findall(r"\]\(((?:docs|examples)/[^)#]+)\)", text):
         assert (ROOT / link).exists(), link
+
+
+def test_readme_shows_the_latest_bench_tables():
+    """bench/compare_tflm.py writes the same tables into bench/results.md and the README."""
+    readme = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- bench:begin -->\n(.*?)<!-- bench:end -->\n", readme, re.S)
+    assert m, "README.md lacks the bench section"
+    results = (ROOT / "bench" / "results.md").read_text().split("\n<!-- notes -->\n")[0]
+    assert m.group(1).strip() and m.group(1).strip() in results, \
+        "README's bench tables differ from bench/results.md: rerun python bench/compare_tflm.py --all-boards"
