@@ -80,8 +80,13 @@ def _params(ctx, m, rs, ra, bias4, what: str) -> str:
                      f"folded in")
 
 
-def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Lowered | None:
-    """int8 CONV_2D (templates/kernels/conv2d_s8_mve.c.j2), or None."""
+def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
+                     residual: dict | None = None) -> Lowered | None:
+    """int8 CONV_2D (templates/kernels/conv2d_s8_mve.c.j2), or None. With residual (CONV_2D_ADD,
+    conv_add.py: rid and out, the residual and output tensor ids; vec_data, eerie_vadd_s8's
+    constants, or ra, the scalar ADD's constants of residual_add_s8.j2), each pair of output pixels
+    goes to scratch, then the ADD with the residual (C in0; the convolution's input is in1)
+    writes the output over the residual's same elements."""
     from .conv import folded_bias
     batches, in_h, in_w, in_c = x.shape
     out_c, kh, kw, _ = w.shape
@@ -107,7 +112,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Lowere
         return np.concatenate([a, a], axis=1).reshape(-1)
 
     direct = kh == 1 and kw == 1
-    copy_in = direct and out_c <= in_c
+    copy_in = direct and out_c <= in_c and residual is None
     act_min, act_max = activation_range_int(act, y)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
@@ -118,11 +123,21 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Lowere
                             np.stack([pad_to(fb, (ocp,)).reshape(-1, 2),
                                       np.zeros((ocp // 2, 2), np.int64)], axis=1).reshape(-1),
                             "pair of channels (c, c+1, c, c+1)"))
-    body = render("kernels/conv2d_s8_mve.c.j2", **v)
     scratch = 0 if direct and not copy_in else 2 * kp
+    macs = batches * win.out_h * win.out_w * out_c * k
+    if residual is not None:
+        vec = None
+        if residual.get("vec_data") is not None:
+            vec = ctx.const(residual["vec_data"], "int32_t", "add_mve",
+                            "the fused ADD's vector constants (see eerie_vadd_s8)")
+        v.update(xin="in1", zoff=scratch, vec=vec, ra=residual.get("ra"))
+        body = render("kernels/conv2d_s8_mve.c.j2", **v)
+        return Lowered(body=body, inputs=[residual["rid"], x.id], outputs=[residual["out"]],
+                       helpers=set(MVE_HELPERS) | ({"requant"} if v["vec"] is None else set()),
+                       scratch_bytes=scratch + 2 * out_c, inplace=True, macs=macs)
+    body = render("kernels/conv2d_s8_mve.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=set(MVE_HELPERS),
-                   scratch_bytes=scratch, inplace=copy_in,
-                   macs=batches * win.out_h * win.out_w * out_c * k)
+                   scratch_bytes=scratch, inplace=copy_in, macs=macs)
 
 
 def lower_fc_mve(op, g, ctx, x, w, y, act: str, wdata, folded, mult, shift,

@@ -21,6 +21,8 @@ from ..ir import Op
 from . import Lowered, c_comment, kernel
 from .conv import conv_operands, int8_conv_vars, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
+from ._mve import has_mve, lower_conv2d_mve
+from ._mve_add import add_multipliers, mve_add_params, params_array
 from ._quant import activation_range_int, quantize_multiplier
 
 
@@ -44,6 +46,27 @@ def add_constants(r, z, y, act: str, conv_operand: int) -> dict:
                 out_off=_signed(y.zero_point), act_min=act_min, act_max=act_max)
 
 
+def _lower_mve(op, g, ctx, x, w, b, z, r, y, win, act, what):
+    """The MVE convolution of _mve.py with the ADD as its epilogue: eerie_vadd_s8 when its
+    vector arithmetic is proven bit-exact for this layer's constants (_mve_add.py), else the
+    scalar ADD of residual_add_s8.j2. None when the MVE convolution does not apply."""
+    add_act = op.attrs.get("add_activation", "NONE")
+    lo, hi = activation_range_int(add_act, y)
+    m_r, sh_r, m_z, sh_z, m_o, sh_o = add_multipliers(r.scale, z.scale, y.scale)
+    p = mve_add_params(m_r, sh_r, r.zero_point, m_z, sh_z, z.zero_point, m_o, sh_o,
+                       y.zero_point, lo, hi)
+    res = dict(rid=r.id, out=y.id)
+    if p is not None:
+        res["vec_data"] = np.asarray(params_array(p), np.int32)
+    else:
+        res["ra"] = add_constants(r, z, y, add_act, int(op.attrs.get("conv_operand", 0)))
+    low = lower_conv2d_mve(op, g, ctx, x, w, b, z, win, act, what, residual=res)
+    if low is not None:
+        low.comment = (f"CONV_2D + ADD {c_comment(op.name)} (Helium; the residual ADD fused into "
+                       f"the convolution's stores{'' if p is not None else ', scalar'})")
+    return low
+
+
 @kernel("CONV_2D_ADD", dtypes=("int8",))
 def lower_conv_add(op, g, ctx):
     what = op_what(op)
@@ -62,6 +85,10 @@ def lower_conv_add(op, g, ctx):
                          f"and output {list(z.shape)}")
     win = window(conv, in_h, in_w, kh, kw, z.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
+    if has_mve(ctx.target):   # cortex-m55: the Helium convolution + vector ADD (_mve.py)
+        low = _lower_mve(op, g, ctx, x, w, b, z, r, y, win, act, what)
+        if low is not None:
+            return low
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, xin="in1")
     v.update(int8_conv_vars(ctx, x, w, b, z, act, what, out_c, kh * kw * in_c))
     v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0

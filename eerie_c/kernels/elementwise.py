@@ -23,6 +23,8 @@ import numpy as np
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._mve import has_mve
+from ._mve_add import lower_add_mve
 from ._quant import activation_range_float, activation_range_int, quantize_multiplier
 
 ADD_LEFT_SHIFT = 20   # TFLM's headroom for int8 ADD/SUB
@@ -150,6 +152,10 @@ def _lower_binary(op, g, ctx):
         mo, sho = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so))
         q = dict(mult=[m1, m2, mo], shift=[sh1, sh2, sho], left=1 << ADD_LEFT_SHIFT)
     act_min, act_max = activation_range_int(act, y)
+    if kind == "ADD" and has_mve(ctx.target):   # cortex-m55: Helium ADD (_mve_add.py)
+        low = lower_add_mve(ctx, a, b, y, srcs, inputs, act_min, act_max)
+        if low is not None:
+            return low
     body = render("kernels/binary_s8.c.j2", p=plan, kind=kind, sym=sym,
                   off=[_signed(-a.zero_point), _signed(-b.zero_point)], out_off=_signed(y.zero_point),
                   act_min=act_min, act_max=act_max, **q)
