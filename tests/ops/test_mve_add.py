@@ -134,6 +134,35 @@ def test_add_falls_back_to_scalar(tmp_path, monkeypatch):
                                                 name="m").files["m.c"].split("m_invoke")[-1]
 
 
+def add_chain():
+    """y1 = ADD(x1, x2); y2 = ADD(y1, x2) (RELU); y3 = ADD(y2, x1): y1 is read by the second
+    ADD only, so its output (in the arena) may start at y1's first byte."""
+    mb = ModelBuilder()
+    x1 = mb.input([1, 5, 7, 6], "int8", scale=0.05, zero_point=-3)
+    x2 = mb.input([1, 5, 7, 6], "int8", scale=0.02, zero_point=10)
+    y1 = mb.tensor([1, 5, 7, 6], "int8", scale=0.08, zero_point=4)
+    y2 = mb.tensor([1, 5, 7, 6], "int8", scale=0.06, zero_point=-20)
+    mb.op("ADD", [x1, x2], [y1], "AddOptions", fusedActivationFunction=ACT["NONE"])
+    y3 = mb.tensor([1, 5, 7, 6], "int8", scale=0.1, zero_point=1)
+    mb.op("ADD", [y1, x2], [y2], "AddOptions", fusedActivationFunction=ACT["RELU"])
+    mb.op("ADD", [y2, x1], [y3], "AddOptions", fusedActivationFunction=ACT["NONE"])
+    mb.output(y3)
+    return mb.build()
+
+
+def test_add_in_place_host(tmp_path):
+    model = add_chain()
+    p = tmp_path / "chain.tflite"
+    p.write_bytes(model)
+    rep = compile_model(p, target=TARGET, name="m", inputs_in_arena=True).report
+    second = [o for o in rep["ops"] if o["kind"] == "ADD"][1]
+    assert second["outputs"][0]["storage"] == "arena" == second["inputs"][0]["storage"]
+    assert second["outputs"][0]["offset"] == second["inputs"][0]["offset"]
+    xs = _inputs((1, 5, 7, 6), (1, 5, 7, 6), False, 3, 9)
+    got = mve_host_run(model, xs, tmp_path, ("eerie_vadd_s8(out0",))
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
 FUSED = ["identity-3x3", "identity-conv-first-operand", "identity-odd-pixels",
          "identity-1x1-per-tensor", "identity-batch2-16ch", "downsample-hoisted-shortcut",
          "residual-read-again"]
@@ -175,7 +204,7 @@ def test_fused_in_place_on_m55(tmp_path):
 
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
-QEMU_CASES = ["add-odd-size", "add-relu6-4d", "fused-odd-pixels", "fused-downsample",
+QEMU_CASES = ["add-odd-size", "add-relu6-4d", "add-chain-in-place", "fused-odd-pixels", "fused-downsample",
               "fused-batch2-16ch", "fused-scalar-epilogue"]
 
 
@@ -185,7 +214,10 @@ QEMU_CASES = ["add-odd-size", "add-relu6-4d", "fused-odd-pixels", "fused-downsam
 @pytest.mark.parametrize("case", QEMU_CASES)
 def test_mve_add_on_cortex_m55(tmp_path, monkeypatch, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""
-    if case.startswith("add-"):
+    if case == "add-chain-in-place":
+        model = add_chain()
+        xs = _inputs((1, 5, 7, 6), (1, 5, 7, 6), False, 2, 10)
+    elif case.startswith("add-"):
         shape_a, shape_b, quant, act, same, _ = ADD_CASES[case[4:]]
         model = add_model(shape_a, shape_b, quant, act, same)
         xs = _inputs(shape_a, shape_b, same, 3, 6)
