@@ -3,6 +3,7 @@ stderr with exit status 2. Nothing else lives here."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 import json
 import os
 import sys
@@ -128,20 +129,38 @@ def cmd_run(argv):
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 
+# TFLite ops the frontend turns into other kinds rather than into one kernel: IF / WHILE become
+# regions of CF_* markers, CALL_ONCE an IF on a static flag, VAR_HANDLE a static state slot.
+FRONTEND_OPS = {"IF": "any", "WHILE": "any", "CALL_ONCE": "any", "VAR_HANDLE": "any"}
+
+
 def ops_table(markdown: bool = False) -> str:
-    """The supported op x dtype matrix, straight from the kernel registry."""
+    """The supported op x dtype matrix, straight from the kernel registry: TFLite's operators
+    first, then the internal kinds that only eerie-c's passes and frontends produce."""
+    import tflite
     from .kernels import load_all
     reg = load_all()
+    builtin = {n for n in dir(tflite.BuiltinOperator) if n.isupper()}
     dtypes = sorted({d for k in reg.values() for d in k.dtypes})
+    ops = sorted([k for k in reg if k in builtin] + list(FRONTEND_OPS))
+    internal = sorted(k for k in reg if k not in builtin)
+
+    def cells(kind):
+        if kind in FRONTEND_OPS:
+            return ["any"] * len(dtypes)
+        return ["yes" if d in reg[kind].dtypes else "" for d in dtypes]
+
+    note = ("Internal kinds (made by eerie-c's frontends and passes, never read from a model): "
+            + ", ".join(internal) + ". IF / WHILE / CALL_ONCE / VAR_HANDLE (\"any\") are taken apart by "
+            "the frontend into regions of CF_* markers and static state, whatever their dtypes.")
     if markdown:
         lines = ["| op | " + " | ".join(dtypes) + " |", "|---|" + "---|" * len(dtypes)]
-        lines += [f"| {kind} | " + " | ".join("yes" if d in reg[kind].dtypes else "" for d in dtypes) + " |"
-                  for kind in sorted(reg)]
-        return "\n".join(lines)
-    lines = ["op".ljust(28) + " ".join(d.ljust(8) for d in dtypes)]
-    lines += [kind.ljust(28) + " ".join(("yes" if d in reg[kind].dtypes else "-").ljust(8) for d in dtypes)
-              for kind in sorted(reg)]
-    return "\n".join(line.rstrip() for line in lines)
+        lines += [f"| {k} | " + " | ".join(cells(k)) + " |" for k in ops]
+        return "\n".join(lines + ["", note])
+    width = max(len(k) for k in ops) + 2
+    lines = ["op".ljust(width) + " ".join(d.ljust(8) for d in dtypes)]
+    lines += [k.ljust(width) + " ".join((c or "-").ljust(8) for c in cells(k)) for k in ops]
+    return "\n".join([line.rstrip() for line in lines] + ["", textwrap.fill(note, 100)])
 
 
 def cmd_ops(argv):

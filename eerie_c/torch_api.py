@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import EerieError
-from .frontend.torch import DEFAULT_MAX_ITERATIONS, max_iterations_for
+from .frontend.torch import DEFAULT_MAX_ITERATIONS
 
 
 def _is_path(model) -> bool:
@@ -25,7 +25,7 @@ def _object_name(model) -> str:
 
 
 def compile(model, example_args=None, target: str | None = None, board=None, out_dir=None,
-            name: str | None = None, max_iterations: int = DEFAULT_MAX_ITERATIONS,
+            name: str | None = None, max_iterations: int | None = None,
             dynamic_shapes=None):
     """Compile to C. Returns an api.CompileResult (files, report, graph); with out_dir, writes
     NAME.c / .h / .mk, report.json, report.md and memory.svg there (and a firmware project
@@ -37,12 +37,12 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
         if example_args is not None:
             raise EerieError("example_args is only for nn.Module programs, not model files")
         return api.compile_model(model, out_dir, target=target, name=name, board=board,
-                                 max_iterations=None if max_iterations == DEFAULT_MAX_ITERATIONS
-                                 else max_iterations)
+                                 max_iterations=max_iterations)
     from .frontend.torch import load_torch
     name = api.check_name(name) if name else _object_name(model)
     brd, target = api._board_and_target(board, target)
-    g = load_torch(model, example_args, name, max_iterations, dynamic_shapes)
+    g = load_torch(model, example_args, name, max_iterations or DEFAULT_MAX_ITERATIONS,
+                   dynamic_shapes)
     res = api.compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)")
     note_dynamic(res)
     if brd is not None:
@@ -226,7 +226,7 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
 
 def run(model, inputs, example_args=None, target: str | None = None, board=None, out_dir=None,
         name: str | None = None, timeout: float | None = None,
-        max_iterations: int = DEFAULT_MAX_ITERATIONS, dynamic_shapes=None):
+        max_iterations: int | None = None, dynamic_shapes=None):
     """Compile, build and run (host, or a board in QEMU); returns (outputs, report). An in-memory
     program is exported and saved as a .pt2 first, then run like a file. With dynamic sizes
     (dynamic_shapes), `inputs` is a list of inferences, each a list of arrays at that
@@ -242,9 +242,8 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
             raise EerieError("dynamic_shapes gave no dynamic dimension")
         return run_dynamic(res, inputs, brd, out_dir, timeout)
     if _is_path(model):
-        with max_iterations_for(max_iterations):
-            return api.run_model(model, inputs, target=target, out_dir=out_dir, name=name, board=board,
-                                 timeout=timeout)
+        return api.run_model(model, inputs, target=target, out_dir=out_dir, name=name, board=board,
+                             timeout=timeout, max_iterations=max_iterations)
     from .frontend.torch import export_program
     import torch
     ep = export_program(model, example_args)
@@ -252,6 +251,6 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
     with tempfile.TemporaryDirectory(prefix="eerie-pt2-") as d:
         path = Path(d) / f"{name}.pt2"
         torch.export.save(ep, str(path))
-        with max_iterations_for(max_iterations):
-            return api.run_model(path, inputs, target=target, out_dir=out_dir, name=name,
-                                 board=board, timeout=timeout)
+        return api.run_model(path, inputs, target=target, out_dir=out_dir, name=name,
+                             board=board, timeout=timeout,
+                             max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS)

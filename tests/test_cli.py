@@ -114,6 +114,15 @@ def test_ops_lists_matrix():
     p = eerie("ops")
     assert p.returncode == 0
     assert "FULLY_CONNECTED" in p.stdout and "int8" in p.stdout
+    rows = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.split("\n\n")[0].splitlines()}
+    header = rows.pop("op")
+    assert len(rows) > 80 and all(len(cells) == len(header) for cells in rows.values())
+    assert rows["FULLY_CONNECTED"][header.index("int16")] == "yes"
+    assert rows["EXP"][header.index("int8")] == "-"
+    assert set(rows["WHILE"]) == {"any"}
+    # Internal kinds are named below the table, not as ops a model could contain.
+    assert "CF_LOOP" not in rows and "CONV_2D_ADD" not in rows
+    assert "CF_LOOP" in p.stdout and "CONV_2D_ADD" in p.stdout
 
 
 def test_verbose_progress_and_quiet(models_dir, tmp_path):

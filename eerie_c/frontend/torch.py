@@ -25,10 +25,8 @@ Nothing downstream knows the model came from PyTorch.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
-import threading
 from typing import Any
 
 import numpy as np
@@ -67,20 +65,6 @@ def export_program(model, example_args=None, dynamic_shapes=None):
                              f"for the lines to change)") from None
     raise EerieError(f"cannot compile a {type(model).__name__}: expected an nn.Module, an "
                      f"ExportedProgram, or a .tflite / .pt2 path")
-
-
-_OPTIONS = threading.local()
-
-
-@contextlib.contextmanager
-def max_iterations_for(n: int):
-    """Loop bound for .pt2 files loaded inside this block (api.run_model loads by path)."""
-    prev = getattr(_OPTIONS, "max_iterations", None)
-    _OPTIONS.max_iterations = int(n)
-    try:
-        yield
-    finally:
-        _OPTIONS.max_iterations = prev
 
 
 def load_torch(model, example_args=None, name: str = "model",
@@ -131,10 +115,9 @@ def _dim_names(ep, dynamic_shapes) -> dict:
 
 
 def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Graph:
-    """A program saved with torch.export.save. max_iterations None: the bound set for this
-    thread by `max_iterations_for` (eerie_c.run), else DEFAULT_MAX_ITERATIONS."""
+    """A program saved with torch.export.save. max_iterations None: DEFAULT_MAX_ITERATIONS."""
     if max_iterations is None:
-        max_iterations = getattr(_OPTIONS, "max_iterations", None) or DEFAULT_MAX_ITERATIONS
+        max_iterations = DEFAULT_MAX_ITERATIONS
     torch = _torch()
     import logging
     quiet = logging.getLogger("torch.export")   # it logs a traceback before raising on a bad file

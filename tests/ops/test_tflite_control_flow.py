@@ -167,6 +167,22 @@ def test_while_over_max_iterations_returns_an_error(tmp_path):
     assert got[1].tolist() == [10]
 
 
+def test_public_api_passes_max_iterations_to_a_tflite_file(tmp_path):
+    """eerie_c.compile / eerie_c.run take a .tflite path too; their max_iterations reaches the
+    TFLite loader (without it the unbounded loop is a compile error)."""
+    import eerie_c
+    path = tmp_path / "loop.tflite"
+    path.write_bytes(counted_loop(proved=False))
+    with pytest.raises(EerieError, match="max_iterations"):
+        eerie_c.compile(str(path))
+    eerie_c.compile(str(path), max_iterations=7)
+    xs = np.ones((1, 4), np.float32)
+    got, _ = eerie_c.run(str(path), [xs, np.array([7], np.int32)], max_iterations=7)
+    assert got[1].tolist() == [7]
+    with pytest.raises(EerieError, match="failed to run"):
+        eerie_c.run(str(path), [xs, np.array([8], np.int32)], max_iterations=7)
+
+
 def test_while_without_bound_is_a_compile_error(tmp_path, capsys):
     p = tmp_path / "loop.tflite"
     p.write_bytes(counted_loop(proved=False))
