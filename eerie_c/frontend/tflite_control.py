@@ -35,6 +35,9 @@ from .validate import check_op, malformed
 CONTROL_KINDS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 # A counted loop is proved by running its counter at compile time, up to this many trips.
 MAX_PROVED_TRIPS = 1_000_000
+# Each IF / WHILE / CALL_ONCE gets its own copy of the subgraphs it runs, so a hostile file whose
+# subgraphs each call the next one twice would inline 2**depth copies; cap the total.
+MAX_INLINED_OPS = 10_000
 _COMPARE = {"LESS": operator.lt, "LESS_EQUAL": operator.le, "GREATER": operator.gt,
             "GREATER_EQUAL": operator.ge, "EQUAL": operator.eq, "NOT_EQUAL": operator.ne}
 
@@ -97,6 +100,7 @@ class _Expander:
         self.flags = 0
         self.stack: list[int] = []
         self.instances = 0
+        self.inlined_ops = 0
 
     # --- ops ---------------------------------------------------------------------------------
 
@@ -184,6 +188,11 @@ class _Expander:
         self.instances += 1
         prefix = f"sg{s}_{self.instances}_"
         tensors, ops, ins, outs, res = self.read(s, prefix)
+        self.inlined_ops += len(ops) + 1   # + 1: a copy of an empty subgraph still costs
+        if self.inlined_ops > MAX_INLINED_OPS:
+            raise malformed(f"control flow inlines more than {MAX_INLINED_OPS} ops (subgraph {s} is copy "
+                            f"{self.instances}); subgraphs calling each other this often are not supported",
+                            where)
         self.resources |= set(res)
         if len(ins) != len(bound):
             raise malformed(f"subgraph {s} ({what}) has {len(ins)} inputs but gets {len(bound)} values", where)

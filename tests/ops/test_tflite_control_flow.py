@@ -183,6 +183,40 @@ def test_public_api_passes_max_iterations_to_a_tflite_file(tmp_path):
         eerie_c.run(str(path), [xs, np.array([8], np.int32)], max_iterations=7)
 
 
+def test_exponential_subgraph_nesting_is_a_clean_error(tmp_path, capsys):
+    """Every subgraph runs the next one through two IFs: 2**24 inlined copies. The loader stops
+    at its cap with a one-line error instead of hanging or running out of memory."""
+    import time
+    depth = 24
+    mb = ModelBuilder()
+    p = mb.input([1], "bool")
+    x = mb.input([1, 2], "float32")
+    subs = [mb.subgraph(f"level{k}") for k in range(depth)]
+    for k, sg in enumerate(subs):
+        sp, sx = sg.input([1], "bool"), sg.input([1, 2], "float32")
+        if k + 1 == depth:
+            sg.output(sx)
+            continue
+        nxt = subs[k + 1].index
+        y1 = sg.tensor([1, 2], "float32")
+        sg.op("IF", [sp, sp, sx], [y1], "IfOptions", thenSubgraphIndex=nxt, elseSubgraphIndex=nxt)
+        y2 = sg.tensor([1, 2], "float32")
+        sg.op("IF", [sp, sp, y1], [y2], "IfOptions", thenSubgraphIndex=nxt, elseSubgraphIndex=nxt)
+        sg.output(y2)
+    y = mb.tensor([1, 2], "float32")
+    mb.op("IF", [p, p, x], [y], "IfOptions", thenSubgraphIndex=subs[0].index,
+          elseSubgraphIndex=subs[0].index)
+    mb.output(y)
+    path = tmp_path / "nest.tflite"
+    path.write_bytes(mb.build())
+    t0 = time.monotonic()
+    rc = cli_main([str(path), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "control flow inlines more than" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert time.monotonic() - t0 < 60 and not (tmp_path / "out").exists()
+
+
 def test_while_without_bound_is_a_compile_error(tmp_path, capsys):
     p = tmp_path / "loop.tflite"
     p.write_bytes(counted_loop(proved=False))
