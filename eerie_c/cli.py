@@ -125,7 +125,8 @@ def cmd_run(argv):
             np.save(a.output[k], o)
         print(f"output {k}: {np.array2string(o, threshold=64)}")
     keys = ("board", "arena_bytes", "flash_bytes", "ram_static_bytes", "instructions",
-            "stack_bound_bytes", "invoke_stack_bytes", "stack_high_water_bytes")
+            "stack_bound_bytes", "invoke_stack_bytes", "stack_high_water_bytes",
+            "firmware_stack_bound_bytes")
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 

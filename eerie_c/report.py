@@ -43,7 +43,8 @@ def render_markdown(r: dict) -> str:
                        ("ram_static_bytes", "firmware data + bss (measured)"), ("stack_bound_bytes", "stack bound (proven)"),
                        ("ram_bytes", "RAM total (arena + static + stack bound)"),
                        ("invoke_stack_bytes", "stack used by NAME_invoke (measured in QEMU)"),
-                       ("stack_high_water_bytes", "stack high-water of the whole firmware (measured)")):
+                       ("stack_high_water_bytes", "stack high-water of the whole firmware (measured)"),
+                       ("firmware_stack_bound_bytes", "stack bound of the whole firmware (proven: start-up, harness, model, one interrupt)")):
         if r.get(key) is not None:
             out.append(f"| {label} | {int(r[key]):,} |")
     rows = _budget_rows(r)

@@ -63,6 +63,22 @@ def build_firmware(project: Path, name: str) -> Path:
     return project / f"{name}.elf"
 
 
+def firmware_stack(project: Path, target_name: str) -> dict:
+    """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
+    interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
+    measured in QEMU must stay under."""
+    from ..verify import EXCEPTION_FRAME
+    from ..verify.stack import program_stack_bound
+    from .targets import get_target
+    run_cmd(["make", "--no-print-directory", "-B", "stack"], project, "firmware stack usage")
+    cis = sorted((Path(project) / "stack").glob("*.ci"))
+    r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
+                            EXCEPTION_FRAME[get_target(target_name).has_fpu])
+    return {"firmware_stack_bound_bytes": r["stack_bound_bytes"],
+            "firmware_stack": {k: r[k] for k in ("thread_bytes", "exception_frame_bytes",
+                                                 "handler_bytes", "path", "handler_path")}}
+
+
 def elf_sizes(elf: Path) -> dict[str, int]:
     """Berkeley sizes: text (code + read-only data, all in flash), data, bss."""
     elf = Path(elf).resolve()
@@ -121,6 +137,7 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
         # What NAME_invoke itself used below its caller's stack pointer (worst inference),
         # interrupts taken during it included: the figure the proven bound must cover.
         "invoke_stack_bytes": run.values["invoke_stack_bytes"],
+        **firmware_stack(project, res.target),
     }
     if hw >= reserve:
         raise EerieError(f"the stack overflowed its {reserve}-byte reserve on {board.name}")

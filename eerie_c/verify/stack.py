@@ -36,6 +36,9 @@ Hosted targets (glibc) get HOST_ALLOWANCE per external callee: the host bound is
 sanity figure, the promise is made for the Arm targets.
 Symbols the object references that the .ci does not attribute to a caller (seen with `nm
 -u`) are charged once, at the deepest point, with their allowance.
+
+`program_stack_bound` applies the same rules to a whole firmware image: the .ci files of all
+its sources merged, from the reset handler, plus one exception frame and interrupt handler.
 """
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ from ..errors import CompilerBug, EerieError
 
 ARM_EXTERNAL_STACK = {
     # string.h
-    "memcpy": 24, "memset": 24, "memmove": 32, "memcmp": 16,
+    "memcpy": 24, "memset": 24, "memmove": 32, "memcmp": 16, "strlen": 8,
     "__aeabi_memcpy": 24, "__aeabi_memcpy4": 24, "__aeabi_memcpy8": 24, "__aeabi_memset": 24,
     "__aeabi_memset4": 24, "__aeabi_memset8": 24, "__aeabi_memclr": 24, "__aeabi_memclr4": 24,
     "__aeabi_memclr8": 24, "__aeabi_memmove": 32,
@@ -159,37 +162,25 @@ def object_sizes(cc: str, obj: Path) -> dict | None:
     return {"text": text, "data": data, "bss": bss}
 
 
-def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[str] | str,
-                entry: str) -> dict:
-    """Compile `c_path` with `cc cflags` and bound the stack depth of `entry`.
+def _compile_ci(c_path: Path, include_dirs: list[Path], cc: str, flags: list[str], out_dir: Path):
+    """Compile one C file with -fstack-usage -fcallgraph-info=su; -> (nodes, edges, undefined
+    symbols, object sizes)."""
+    obj = Path(out_dir) / (Path(c_path).stem + ".o")
+    cmd = [cc, *flags, *[f"-I{d}" for d in include_dirs], "-fstack-usage",
+           "-fcallgraph-info=su", "-c", str(c_path), "-o", str(obj)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise CompilerBug(f"stack bound: compiling {Path(c_path).name} failed "
+                          f"({shlex.join(cmd)}):\n{p.stdout}{p.stderr}")
+    ci = obj.with_suffix(".ci")
+    if not ci.exists():
+        raise EerieError(f"stack bound: {cc} wrote no call-graph file (needs gcc >= 10 for "
+                         "-fcallgraph-info)")
+    nodes, edges = parse_ci(ci.read_text())
+    return nodes, edges, _nm_undefined(cc, obj), object_sizes(cc, obj)
 
-    Returns {"stack_bound_bytes", "entry", "functions": {name: {"frame", "kind", "where",
-    "calls", "depth"}}, "path": [entry, ..., deepest callee], "externals": {name: allowance},
-    "allowance": how externals were charged, "includes": what the figure covers}.
-    Raises CompilerBug on a dynamic frame, an indirect call or recursion."""
-    c_path = Path(c_path)
-    flags = shlex.split(cflags) if isinstance(cflags, str) else list(cflags)
-    if shutil.which(cc) is None:
-        raise EerieError(f"stack bound: compiler '{cc}' is not installed")
-    arm = _is_arm(cc, flags)
-    red_zone = _red_zone(cc, flags)
-    with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
-        obj = Path(tmp) / "model.o"
-        cmd = [cc, *flags, *[f"-I{d}" for d in include_dirs], "-fstack-usage",
-               "-fcallgraph-info=su", "-c", str(c_path), "-o", str(obj)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise CompilerBug(f"stack bound: compiling {c_path.name} failed "
-                              f"({shlex.join(cmd)}):\n{p.stdout}{p.stderr}")
-        ci = obj.with_suffix(".ci")
-        if not ci.exists():
-            raise EerieError(f"stack bound: {cc} wrote no call-graph file (needs gcc >= 10 for "
-                             "-fcallgraph-info)")
-        nodes, edges = parse_ci(ci.read_text())
-        undefined = _nm_undefined(cc, obj)
-        sizes = object_sizes(cc, obj)
 
-    funcs = {t: n for t, n in nodes.items() if not n.get("external")}
+def _check_frames(funcs: dict, edges: dict) -> None:
     for t, n in funcs.items():
         if n["kind"] != "static":
             raise CompilerBug(f"stack bound: function {_base(t)} ({n['where']}) has a "
@@ -201,14 +192,16 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                 raise CompilerBug(f"stack bound: function {_base(src)} makes an indirect call "
                                   f"({where or funcs.get(src, {}).get('where', '?')})")
 
+
+def _allowance_for(arm: bool):
     def allowance(name: str) -> int:
-        if arm:
-            return ARM_EXTERNAL_STACK.get(name, ARM_DEFAULT_ALLOWANCE)
-        return HOST_ALLOWANCE
+        return ARM_EXTERNAL_STACK.get(name, ARM_DEFAULT_ALLOWANCE) if arm else HOST_ALLOWANCE
+    return allowance
 
-    if entry not in funcs:
-        raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
 
+def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int):
+    """Worst-case depth of `entry` over the call graph: (bytes, path, depth per function,
+    externals charged). Raises CompilerBug on recursion."""
     externals: dict[str, int] = {}
     depth: dict[str, tuple[int, list[str]]] = {}
     state: dict[str, int] = {}
@@ -235,6 +228,31 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
         return depth[f]
 
     bound, path = walk(entry)
+    return bound, path, depth, externals
+
+
+def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[str] | str,
+                entry: str) -> dict:
+    """Compile `c_path` with `cc cflags` and bound the stack depth of `entry`.
+
+    Returns {"stack_bound_bytes", "entry", "functions": {name: {"frame", "kind", "where",
+    "calls", "depth"}}, "path": [entry, ..., deepest callee], "externals": {name: allowance},
+    "allowance": how externals were charged, "includes": what the figure covers}.
+    Raises CompilerBug on a dynamic frame, an indirect call or recursion."""
+    c_path = Path(c_path)
+    flags = shlex.split(cflags) if isinstance(cflags, str) else list(cflags)
+    if shutil.which(cc) is None:
+        raise EerieError(f"stack bound: compiler '{cc}' is not installed")
+    arm = _is_arm(cc, flags)
+    red_zone = _red_zone(cc, flags)
+    with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
+        nodes, edges, undefined, sizes = _compile_ci(c_path, include_dirs, cc, flags, Path(tmp))
+    funcs = {t: n for t, n in nodes.items() if not n.get("external")}
+    _check_frames(funcs, edges)
+    allowance = _allowance_for(arm)
+    if entry not in funcs:
+        raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
+    bound, path, depth, externals = _deepest(funcs, edges, entry, allowance, red_zone)
     # Externals the object needs but that no .ci edge attributes (defensive): charge the
     # largest once on top of the deepest path, since any function on it may call it.
     attributed = {d for outs in edges.values() for d, _ in outs} | set(funcs)
@@ -272,3 +290,37 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                      + (f", plus the {red_zone}-byte red zone of the deepest leaf" if red_zone else "")
                      + "; not the caller's frame nor interrupt/exception stacking"),
     }
+
+
+def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
+                        exception_frame: int, arm: bool = True) -> dict:
+    """The stack of a whole program (a firmware image: start-up, harness, runtime and model),
+    from the call graphs gcc wrote for each of its source files (`make stack` in a firmware
+    project), merged: the deepest path from `entry` (the reset handler), plus one exception
+    frame stacked by the hardware and the deepest of `handlers` on top of it (the eerie
+    runtime's interrupts share one priority level, so they do not nest)."""
+    funcs: dict[str, dict] = {}
+    edges: dict[str, list[tuple[str, str]]] = {}
+    for ci in ci_files:
+        nodes, e = parse_ci(Path(ci).read_text())
+        funcs.update({t: n for t, n in nodes.items() if not n.get("external")})
+        for src, outs in e.items():
+            edges.setdefault(src, []).extend(outs)
+    _check_frames(funcs, edges)
+    allowance = _allowance_for(arm)
+    for f in [entry, *handlers]:
+        if f not in funcs:
+            raise CompilerBug(f"stack bound: {f} is not in the firmware's call graph")
+    thread, path, _, externals = _deepest(funcs, edges, entry, allowance, 0)
+    handler, handler_path = 0, []
+    for h in handlers:
+        d, hp, _, ext = _deepest(funcs, edges, h, allowance, 0)
+        externals.update(ext)
+        if d > handler:
+            handler, handler_path = d, hp
+    return {"stack_bound_bytes": thread + exception_frame + handler,
+            "thread_bytes": thread, "exception_frame_bytes": exception_frame,
+            "handler_bytes": handler,
+            "path": [_display(t) for t in path],
+            "handler_path": [_display(t) for t in handler_path],
+            "externals": dict(sorted(externals.items()))}

@@ -194,3 +194,81 @@ def test_generated_model_bound(ad01, cc, flags):
     assert all(f["kind"] == "static" for f in r["functions"].values())
     # generated kernels are small: a bound in kilobytes would mean something went wrong
     assert r["stack_bound_bytes"] < 4096
+
+
+PROGRAM_A = """
+#include <stdint.h>
+int32_t work(const int8_t *x);
+void entry(void);
+void tick(void);
+volatile int32_t sink;
+volatile uint32_t ticks;
+void entry(void)
+{
+    int8_t buf[40];
+    for (int i = 0; i < 40; ++i) buf[i] = (int8_t)i;
+    sink = work(buf);
+}
+void tick(void) { ticks = ticks + 1u; }
+"""
+PROGRAM_B = """
+#include <stdint.h>
+int32_t work(const int8_t *x);
+__attribute__((noinline)) static int32_t deep(const int8_t *x)
+{
+    volatile int32_t acc[24];
+    for (int i = 0; i < 24; ++i) acc[i] = x[i];
+    return acc[3] + acc[17];
+}
+int32_t work(const int8_t *x) { return deep(x) + 1; }
+"""
+
+
+@pytest.fixture
+def arm_tools():
+    """Fails (never skips) without the cross compiler: CI installs it (.ci/setup)."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("needs arm-none-eabi-gcc on PATH (apt-get install gcc-arm-none-eabi)")
+
+
+def _program_cis(tmp_path, sources: dict[str, str], flags):
+    from eerie_c.verify.stack import _compile_ci
+    out = []
+    for name, text in sources.items():
+        c = _write(tmp_path, text, name)
+        _compile_ci(c, [], "arm-none-eabi-gcc", flags, tmp_path)
+        out.append(tmp_path / (c.stem + ".ci"))
+    return out
+
+
+def _su_frames(tmp_path) -> dict[str, int]:
+    frames = {}
+    for su in tmp_path.glob("*.su"):
+        for line in su.read_text().splitlines():
+            where, size, _ = line.split("\t")
+            frames[where.rsplit(":", 1)[-1].split(".")[0]] = int(size)
+    return frames
+
+
+def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, arm_tools):
+    """Whole-firmware bound: call graphs of several files merged (entry in one file, callee and
+    its static helper in another), plus the exception frame and the deepest handler."""
+    from eerie_c.verify.stack import program_stack_bound
+    flags = STRICT + ARM_M4
+    cis = _program_cis(tmp_path, {"a.c": PROGRAM_A, "b.c": PROGRAM_B}, flags)
+    r = program_stack_bound(cis, "entry", ["tick"], 104)
+    f = _su_frames(tmp_path)
+    assert r["path"] == ["entry", "work", "deep"]
+    thread = sum(f[n.split(".")[0]] for n in r["path"])
+    assert r["thread_bytes"] == thread and f["deep"] >= 96   # the 24-word array is counted
+    assert r["handler_bytes"] == f["tick"]
+    assert r["stack_bound_bytes"] == thread + 104 + f["tick"]
+
+
+def test_program_bound_rejects_recursion_across_files(tmp_path, arm_tools):
+    from eerie_c.verify.stack import program_stack_bound
+    a = "int pong(int n);\nint ping(int n) { return n ? pong(n - 1) : 0; }\nvoid entry(void);\nvolatile int s;\nvoid entry(void) { s = ping(s); }\n"
+    b = "int ping(int n);\nint pong(int n) { return n ? ping(n - 1) + 1 : 1; }\n"
+    cis = _program_cis(tmp_path, {"a.c": a, "b.c": b}, STRICT + ARM_M4)
+    with pytest.raises(CompilerBug, match="recursion"):
+        program_stack_bound(cis, "entry", [], 32)
