@@ -70,6 +70,12 @@ void Reset_Handler(void)
     *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
     __asm__ __volatile__("dsb\n\tisb" ::: "memory");
 #endif
+#if defined(__ARM_ARCH_6M__)
+    /* ARMv6-M cores fault on every unaligned halfword or word access (CCR.UNALIGN_TRP reads
+     * as one there). Set the bit so that ARMv6-M code run on a bigger core, or on an emulator
+     * that does not model the rule (QEMU's Cortex-M0), faults exactly as a real M0 would. */
+    *(volatile uint32_t *)0xE000ED14u |= (1u << 3);
+#endif
     memcpy(__data_start__, __data_load__,
            (uint32_t)((uintptr_t)__data_end__ - (uintptr_t)__data_start__));
     memset(__bss_start__, 0, (uint32_t)((uintptr_t)__bss_end__ - (uintptr_t)__bss_start__));
