@@ -146,6 +146,22 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     while_loop; a run that needs more returns 1 from NAME_invoke). inputs_in_arena (default:
     on with a board, off without) plans the inputs inside the arena, where the application
     writes them through NAME_inputK_buffer() (docs/integration.md)."""
+    res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
+                                 max_iterations, inputs_in_arena)
+    if brd is not None:
+        _add_firmware(res, brd)
+    if out_dir is not None:
+        res.files.update(report_files(res))
+        write_files(Path(out_dir), res.files)
+        res.out_dir = Path(out_dir)
+    return res
+
+
+def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
+                      inputs_in_arena) -> tuple[CompileResult, object]:
+    """What compile_model and run_model both start with: read the model file and compile it
+    for `target` (by default the board's, else the host). Returns the result and the Board
+    (None without one)."""
     path = Path(model)
     name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
@@ -157,13 +173,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     if getattr(g, "dynamic_dims", None) is not None:
         from .torch_api import note_dynamic
         note_dynamic(res)
-    if brd is not None:
-        _add_firmware(res, brd)
-    if out_dir is not None:
-        res.files.update(report_files(res))
-        write_files(Path(out_dir), res.files)
-        res.out_dir = Path(out_dir)
-    return res
+    return res, brd
 
 
 def report_files(res: CompileResult) -> dict[str, str | bytes]:
@@ -269,32 +279,21 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements). inputs_in_arena
     as for compile_model (on a board the harness then reads the inputs into the arena)."""
-    path = Path(model)
-    name = check_name(name) if name else default_name(path)
-    brd, target = _board_and_target(board, target)
-    with stage(f"frontend: read {path.name}"):
-        g = load_model(path, name, max_iterations)
-    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget,
-                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
-    if getattr(g, "dynamic_dims", None) is not None:
+    res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
+                                 max_iterations, inputs_in_arena)
+    if getattr(res.graph, "dynamic_dims", None) is not None:
         # torch dynamic sizes: one inference at the sizes of the given arrays
-        from .torch_api import note_dynamic, run_dynamic
-        note_dynamic(res)
+        from .torch_api import run_dynamic
         outs, report = run_dynamic(res, [[np.asarray(a) for a in inputs]], brd, out_dir, timeout)
         return outs[0], report
     arrays, batched = load_inputs(res.report["inputs"], [np.asarray(a) for a in inputs])
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
-    if brd is not None:
-        return _run_board(res, brd, arrays, batched, work, keep, timeout)
     try:
-        ctx = {"name": name, "version": __version__,
-               "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
-        res.files["host_main.c"] = render("host_main.c.j2", **ctx)
-        write_files(work, {**res.files, "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"})
-        with stage(f"host build and run: {arrays[0].shape[0]} inference(s)"):
-            outputs = _run_host(work, name, res, arrays)
+        if brd is not None:
+            outputs = _run_board(res, brd, arrays, work, timeout)
+        else:
+            outputs = _run_host(res, arrays, work)
         if not batched:
             outputs = [o[0] for o in outputs]
         return outputs, res.report
@@ -303,27 +302,25 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_host(work: Path, name: str, res: CompileResult, arrays: list[np.ndarray]) -> list[np.ndarray]:
+def _run_host(res: CompileResult, arrays: list[np.ndarray], work: Path) -> list[np.ndarray]:
+    """Write the model with a host harness (host_main.c) into `work`, build it and run every
+    inference; the outputs, batched."""
     import subprocess
-    exe = build_host(work, name, get_target("host"), ["host_main.c"])
-    n = arrays[0].shape[0]
-    records = b"".join(b"".join(np.ascontiguousarray(a[i]).tobytes() for a in arrays) for i in range(n))
-    (work / "inputs.bin").write_bytes(records)
-    p = subprocess.run([str(exe), "inputs.bin", "outputs.bin"], cwd=work, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        raise EerieError(f"the host build of {name} failed to run: {p.stderr.strip()}")
-    raw = (work / "outputs.bin").read_bytes()
-    specs = res.report["outputs"]
-    per = sum(s["bytes"] for s in specs)
-    if len(raw) != per * n:
-        raise EerieError(f"the host run wrote {len(raw)} bytes of outputs, expected {per * n}")
-    outs = [[] for _ in specs]
-    for i in range(n):
-        pos = i * per
-        for k, s in enumerate(specs):
-            outs[k].append(np.frombuffer(raw[pos:pos + s["bytes"]], dtype=DTYPE_NP[s["dtype"]]).reshape(s["shape"]))
-            pos += s["bytes"]
-    return [np.stack(o) for o in outs]
+    from .toolchain.firmware import pack_records, unpack_records
+    name = res.name
+    ctx = {"name": name, "version": __version__,
+           "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
+    res.files["host_main.c"] = render("host_main.c.j2", **ctx)
+    write_files(work, {**res.files, "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"})
+    with stage(f"host build and run: {arrays[0].shape[0]} inference(s)"):
+        exe = build_host(work, name, get_target("host"), ["host_main.c"])
+        (work / "inputs.bin").write_bytes(pack_records(arrays))
+        p = subprocess.run([str(exe), "inputs.bin", "outputs.bin"], cwd=work, capture_output=True,
+                           text=True, timeout=600)
+        if p.returncode != 0:
+            raise EerieError(f"the host build of {name} failed to run: {p.stderr.strip()}")
+        return unpack_records((work / "outputs.bin").read_bytes(), res.report["outputs"],
+                              arrays[0].shape[0], "the host run")
 
 
 def _board_and_target(board, target: str | None) -> tuple:
@@ -348,19 +345,16 @@ def _add_firmware(res: CompileResult, brd) -> None:
         res.files.update(firmware_files(res, brd))
 
 
-def _run_board(res: CompileResult, brd, arrays, batched, work: Path, keep: bool, timeout):
+def _run_board(res: CompileResult, brd, arrays: list[np.ndarray], work: Path,
+               timeout) -> list[np.ndarray]:
+    """Write the firmware project into `work`, build it and run every inference in QEMU; the
+    outputs, batched (the board's measurements go into the report)."""
     from .toolchain.firmware import run_on_board
     from .toolchain.qemu import DEFAULT_TIMEOUT
-    try:
-        _add_firmware(res, brd)
-        write_files(work, res.files)
-        with stage(f"firmware build and QEMU run on {brd.name}: {arrays[0].shape[0]} inference(s)"):
-            outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
-        res.report.update(measured)
-        (work / "report.json").write_text(json.dumps(res.report, indent=2, sort_keys=True) + "\n")
-        if not batched:
-            outputs = [o[0] for o in outputs]
-        return outputs, res.report
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+    _add_firmware(res, brd)
+    write_files(work, res.files)
+    with stage(f"firmware build and QEMU run on {brd.name}: {arrays[0].shape[0]} inference(s)"):
+        outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
+    res.report.update(measured)
+    (work / "report.json").write_text(json.dumps(res.report, indent=2, sort_keys=True) + "\n")
+    return outputs

@@ -15,8 +15,8 @@ compared. MAXIMUM / MINIMUM and SELECT_V2 compare or copy the raw int8 values, a
 from __future__ import annotations
 
 from ..errors import EerieError
-from . import Lowered, kernel
-from ._broadcast import elementwise, operand
+from . import kernel
+from ._broadcast import lower_elementwise, operand
 from ._quant import quantize_multiplier
 
 CMP = {"EQUAL": "==", "NOT_EQUAL": "!=", "LESS": "<", "LESS_EQUAL": "<=", "GREATER": ">",
@@ -59,8 +59,7 @@ def _lower_compare(op, g, ctx):
     else:
         def body(ix):
             return f"out0[{ix[2]}] = (uint8_t)({pa}[{ix[0]}] {sym} {pb}[{ix[1]}]);"
-    code = elementwise(y.shape, [a.shape, b.shape], body)
-    return Lowered(body=code, inputs=inputs, outputs=[y.id], helpers=helpers)
+    return lower_elementwise(y, [a.shape, b.shape], inputs, body, helpers)
 
 
 for _kind in CMP:
@@ -85,17 +84,17 @@ def lower_logical(op, g, ctx):
     inputs: list[str] = []
     pa, pb = operand(a.id, g, ctx, inputs, "lhs"), operand(b.id, g, ctx, inputs, "rhs")
     sym = "&&" if op.kind == "LOGICAL_AND" else "||"
-    code = elementwise(y.shape, [a.shape, b.shape],
-                       lambda ix: f"out0[{ix[2]}] = (uint8_t)({pa}[{ix[0]}] {sym} {pb}[{ix[1]}]);")
-    return Lowered(body=code, inputs=inputs, outputs=[y.id])
+    return lower_elementwise(
+        y, [a.shape, b.shape], inputs,
+        lambda ix: f"out0[{ix[2]}] = (uint8_t)({pa}[{ix[0]}] {sym} {pb}[{ix[1]}]);")
 
 
 @kernel("LOGICAL_NOT", dtypes=("bool",))
 def lower_logical_not(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     _check_same(op, g, [x.id, y.id], "bool")
-    code = elementwise(y.shape, [x.shape], lambda ix: f"out0[{ix[1]}] = (uint8_t)!in0[{ix[0]}];")
-    return Lowered(body=code, inputs=[x.id], outputs=[y.id])
+    return lower_elementwise(y, [x.shape], [x.id],
+                             lambda ix: f"out0[{ix[1]}] = (uint8_t)!in0[{ix[0]}];")
 
 
 @kernel("MAXIMUM", dtypes=("float32", "int8", "int16", "int32", "int64"))
@@ -111,8 +110,7 @@ def lower_max_min(op, g, ctx):
         return (f"const {a.ctype} va = {pa}[{ix[0]}];\n"
                 f"const {a.ctype} vb = {pb}[{ix[1]}];\n"
                 f"out0[{ix[2]}] = va {sym} vb ? va : vb;")
-    code = elementwise(y.shape, [a.shape, b.shape], body)
-    return Lowered(body=code, inputs=inputs, outputs=[y.id])
+    return lower_elementwise(y, [a.shape, b.shape], inputs, body)
 
 
 @kernel("SELECT_V2", dtypes=("float32", "int8", "int16"), key_input=1)
@@ -124,9 +122,9 @@ def lower_select_v2(op, g, ctx):
     inputs: list[str] = []
     pc = operand(c.id, g, ctx, inputs, "cond")
     pa, pb = operand(a.id, g, ctx, inputs, "then"), operand(b.id, g, ctx, inputs, "else")
-    code = elementwise(y.shape, [c.shape, a.shape, b.shape],
-                       lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")
-    return Lowered(body=code, inputs=inputs, outputs=[y.id])
+    return lower_elementwise(
+        y, [c.shape, a.shape, b.shape], inputs,
+        lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")
 
 
 @kernel("SELECT", dtypes=("float32", "int8", "int16", "int32"), key_input=1)
@@ -153,6 +151,6 @@ def lower_select(op, g, ctx):
     inputs: list[str] = []
     pc = operand(c.id, g, ctx, inputs, "cond")
     pa, pb = operand(a.id, g, ctx, inputs, "then"), operand(b.id, g, ctx, inputs, "else")
-    code = elementwise(shape, [cshape, shape, shape],
-                       lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")
-    return Lowered(body=code, inputs=inputs, outputs=[y.id])
+    return lower_elementwise(
+        y, [cshape, shape, shape], inputs,
+        lambda ix: f"out0[{ix[3]}] = {pc}[{ix[0]}] ? {pa}[{ix[1]}] : {pb}[{ix[2]}];")

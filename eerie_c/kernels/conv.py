@@ -108,6 +108,45 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
                   has_interior, not all_interior, " && ".join(terms))
 
 
+def conv_window(op, x, w, b, y, what: str) -> Window:
+    """CONV_2D (any dtype): the weights [out_c, kh, kw, in_c] checked against the input,
+    output and bias; the sliding window."""
+    in_c = x.shape[3]
+    out_c, kh, kw, w_in_c = w.shape
+    if w_in_c != in_c:
+        raise EerieError(f"{what}: weights expect {w_in_c} input channels but the input has "
+                         f"{in_c} (grouped convolution is not supported)")
+    return _checked_window(op, x, b, y, out_c, kh, kw, what, "filters")
+
+
+def depthwise_window(op, x, w, b, y, what: str) -> Window:
+    """DEPTHWISE_CONV_2D (any dtype): the weights [1, kh, kw, out_c], out_c a multiple of
+    in_c that agrees with depth_multiplier, checked against the input, output and bias; the
+    sliding window."""
+    in_c = x.shape[3]
+    one, kh, kw, out_c = w.shape
+    if one != 1:
+        raise EerieError(f"{what}: weights must have shape [1, kh, kw, channels], got {list(w.shape)}")
+    if in_c == 0 or out_c % in_c != 0:
+        raise EerieError(f"{what}: {out_c} weight channels is not a multiple of the {in_c} "
+                         f"input channels")
+    attr_mult = int(op.attrs.get("depth_multiplier", 0) or 0)
+    if attr_mult not in (0, out_c // in_c):
+        raise EerieError(f"{what}: depth_multiplier {attr_mult} disagrees with {in_c} input and "
+                         f"{out_c} weight channels")
+    return _checked_window(op, x, b, y, out_c, kh, kw, what, "weight channels")
+
+
+def _checked_window(op, x, b, y, out_c, kh, kw, what, channels_are):
+    batches, in_h, in_w = x.shape[:3]
+    if y.shape[0] != batches or y.shape[3] != out_c:
+        raise EerieError(f"{what}: output {list(y.shape)} does not match {batches} batches and "
+                         f"{out_c} {channels_are}")
+    if b is not None and b.size != out_c:
+        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
+    return window(op, in_h, in_w, kh, kw, y.shape, what)
+
+
 def op_what(op) -> str:
     return f"{op.kind} (op {op.index}{', ' + op.name.split(';')[0] if op.name else ''})"
 
@@ -214,16 +253,9 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
 def lower_conv2d(op, g, ctx):
     what = op_what(op)
     x, w, b, y = conv_operands(op, g, what)
+    win = conv_window(op, x, w, b, y, what)
     batches, in_h, in_w, in_c = x.shape
-    out_c, kh, kw, w_in_c = w.shape
-    if w_in_c != in_c:
-        raise EerieError(f"{what}: weights expect {w_in_c} input channels but the input has "
-                         f"{in_c} (grouped convolution is not supported)")
-    if y.shape[3] != out_c:
-        raise EerieError(f"{what}: {out_c} filters but the output has {y.shape[3]} channels")
-    if b is not None and b.size != out_c:
-        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
-    win = window(op, in_h, in_w, kh, kw, y.shape, what)
+    out_c, kh, kw = w.shape[:3]
     act = op.attrs.get("fused_activation_function", "NONE")
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win)
     scratch = 0

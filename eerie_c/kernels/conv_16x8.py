@@ -26,7 +26,7 @@ from ..emit import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_int, per_channel_multipliers
-from .conv import op_what, window
+from .conv import conv_window, depthwise_window, op_what
 
 INT16_MIN, INT16_MAX = -32768, 32767
 
@@ -100,17 +100,9 @@ def lower_conv2d_16x8(op, g, ctx):
     what = op_what(op)
     x, w, b, y = operands(op, g, what, 4)
     check_16x8(x, w, y, b, what, ("int64", "int32"))
+    win = conv_window(op, x, w, b, y, what)
     batches, in_h, in_w, in_c = x.shape
-    out_c, kh, kw, w_in_c = w.shape
-    if w_in_c != in_c:
-        raise EerieError(f"{what}: weights expect {w_in_c} input channels but the input has "
-                         f"{in_c} (grouped convolution is not supported)")
-    if y.shape[0] != batches or y.shape[3] != out_c:
-        raise EerieError(f"{what}: output {list(y.shape)} does not match {batches} batches and "
-                         f"{out_c} filters")
-    if b is not None and b.size != out_c:
-        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
-    win = window(op, in_h, in_w, kh, kw, y.shape, what)
+    out_c, kh, kw = w.shape[:3]
     act = op.attrs.get("fused_activation_function", "NONE")
     wide = b is None or b.dtype == "int64"
     body = render("kernels/conv2d_s16.c.j2", batches=batches, in_h=in_h, in_w=in_w, in_c=in_c,
@@ -128,24 +120,10 @@ def lower_depthwise_16x8(op, g, ctx):
     x, w, b, y = operands(op, g, what, 4)
     # TFLM reads a 16x8 depthwise bias as int64 whatever its type
     check_16x8(x, w, y, b, what, ("int64",))
+    win = depthwise_window(op, x, w, b, y, what)
     batches, in_h, in_w, in_c = x.shape
-    one, kh, kw, out_c = w.shape
-    if one != 1:
-        raise EerieError(f"{what}: weights must have shape [1, kh, kw, channels], got {list(w.shape)}")
-    if in_c == 0 or out_c % in_c != 0:
-        raise EerieError(f"{what}: {out_c} weight channels is not a multiple of the {in_c} "
-                         f"input channels")
+    kh, kw, out_c = w.shape[1:]
     mult = out_c // in_c
-    attr_mult = int(op.attrs.get("depth_multiplier", 0) or 0)
-    if attr_mult not in (0, mult):
-        raise EerieError(f"{what}: depth_multiplier {attr_mult} disagrees with {in_c} input and "
-                         f"{out_c} weight channels")
-    if y.shape[0] != batches or y.shape[3] != out_c:
-        raise EerieError(f"{what}: output {list(y.shape)} does not match {batches} batches and "
-                         f"{out_c} weight channels")
-    if b is not None and b.size != out_c:
-        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
-    win = window(op, in_h, in_w, kh, kw, y.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
     body = render("kernels/depthwise_s16.c.j2", batches=batches, in_h=in_h, in_w=in_w, in_c=in_c,
                   out_c=out_c, depth_mult=mult, w=win, weights=ctx.tensor_const(w, "weights"),

@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit import render
-from ..errors import EerieError
 from . import Lowered, kernel
 from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
-from .conv import conv_operands, folded_bias, int8_requant_vars, op_what, window
+from .conv import conv_operands, depthwise_window, folded_bias, int8_requant_vars, op_what
 
 
 def dsp_weights(ctx, wk, in_c):
@@ -67,23 +66,10 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
 def lower_depthwise_conv2d(op, g, ctx):
     what = op_what(op)
     x, w, b, y = conv_operands(op, g, what)
+    win = depthwise_window(op, x, w, b, y, what)
     batches, in_h, in_w, in_c = x.shape
-    one, kh, kw, out_c = w.shape
-    if one != 1:
-        raise EerieError(f"{what}: weights must have shape [1, kh, kw, channels], got {list(w.shape)}")
-    if out_c % in_c != 0:
-        raise EerieError(f"{what}: {out_c} weight channels is not a multiple of the {in_c} "
-                         f"input channels")
+    kh, kw, out_c = w.shape[1:]
     mult = out_c // in_c
-    attr_mult = int(op.attrs.get("depth_multiplier", 0) or 0)
-    if attr_mult not in (0, mult):
-        raise EerieError(f"{what}: depth_multiplier {attr_mult} disagrees with {in_c} input and "
-                         f"{out_c} weight channels")
-    if y.shape[3] != out_c:
-        raise EerieError(f"{what}: {out_c} weight channels but the output has {y.shape[3]}")
-    if b is not None and b.size != out_c:
-        raise EerieError(f"{what}: bias has {b.size} values for {out_c} output channels")
-    win = window(op, in_h, in_w, kh, kw, y.shape, what)
     act = op.attrs.get("fused_activation_function", "NONE")
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     scratch = 0

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EerieError
-from . import Lowered, kernel
+from . import kernel
 from . import _fixedpoint as fp
-from ._broadcast import elementwise, operand
+from ._broadcast import lower_elementwise, operand
 from ._quant import activation_range_float, activation_range_int, quantize_multiplier
 
 F32 = np.float32
@@ -72,8 +72,7 @@ def lower_div(op, g, ctx):
         def body(ix):
             return (f"float o = {pa}[{ix[0]}] / {pb}[{ix[1]}];\n" + _clamp(lo, hi)
                     + f"out0[{ix[2]}] = o;")
-        return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                       outputs=[y.id])
+        return lower_elementwise(y, [a.shape, b.shape], inputs, body)
     if a.dtype == "int32":
         if a.quant is not None or b.quant is not None:
             raise EerieError(f"DIV {op.name!r}: TFLM divides int32 only without quantization")
@@ -82,8 +81,7 @@ def lower_div(op, g, ctx):
         def body(ix):
             return (f"int32_t o = {pa}[{ix[0]}] / {pb}[{ix[1]}];\n" + _clamp(lo, hi)
                     + f"out0[{ix[2]}] = o;")
-        return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                       outputs=[y.id])
+        return lower_elementwise(y, [a.shape, b.shape], inputs, body)
     if a.dtype != "int8":
         raise EerieError(f"DIV {op.name!r}: no {a.dtype} kernel")
     if a.quant is None or b.quant is None or y.quant is None:
@@ -113,8 +111,7 @@ def lower_div(op, g, ctx):
                 f"    const int right = headroom + {t_sh}[d] - ({shift});\n"
                 f"    o += right > 31 ? 0 : eerie_rounding_divide_by_pot(eerie_sat_round_doubling_high_mul(q, {mult}), right);\n"
                 f"}}\n" + _clamp(lo, hi) + f"out0[{ix[2]}] = (int8_t)o;")
-    return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                   outputs=[y.id], helpers={"requant", "clsb"})
+    return lower_elementwise(y, [a.shape, b.shape], inputs, body, {"requant", "clsb"})
 
 
 @kernel("SQUARED_DIFFERENCE", dtypes=("float32", "int32", "int8", "int16"))
@@ -124,15 +121,13 @@ def lower_squared_difference(op, g, ctx):
         def body(ix):
             return (f"const float d = {pa}[{ix[0]}] - {pb}[{ix[1]}];\n"
                     f"out0[{ix[2]}] = d * d;")
-        return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                       outputs=[y.id])
+        return lower_elementwise(y, [a.shape, b.shape], inputs, body)
     if a.dtype == "int32":
         def body(ix):
             # wrap-around like the reference's int32 arithmetic, without signed overflow
             return (f"const uint32_t d = (uint32_t){pa}[{ix[0]}] - (uint32_t){pb}[{ix[1]}];\n"
                     f"out0[{ix[2]}] = (int32_t)(d * d);")
-        return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                       outputs=[y.id])
+        return lower_elementwise(y, [a.shape, b.shape], inputs, body)
     if a.dtype not in ("int8", "int16"):
         raise EerieError(f"SQUARED_DIFFERENCE {op.name!r}: no {a.dtype} kernel")
     if a.quant is None or b.quant is None or y.quant is None:
@@ -152,5 +147,4 @@ def lower_squared_difference(op, g, ctx):
                 f"const int32_t vb = eerie_requantize(((int32_t){pb}[{ix[1]}] - ({zb})) * {1 << left}, {m2}, {s2});\n"
                 f"int32_t o = eerie_requantize((va - vb) * (va - vb), {mo}, {so}) + ({zo});\n"
                 + _clamp(lo, hi) + f"out0[{ix[2]}] = ({a.ctype})o;")
-    return Lowered(body=elementwise(y.shape, [a.shape, b.shape], body), inputs=inputs,
-                   outputs=[y.id], helpers={"requant"})
+    return lower_elementwise(y, [a.shape, b.shape], inputs, body, {"requant"})

@@ -10,7 +10,8 @@ with TFLite broadcasting and a fused activation, bit-exact with TFLM's reference
   be below 1 (TFLM checks it).
 - MUL: a * b scaled by in1_scale * in2_scale / out_scale (double), which may exceed 1.
 Zero points must be 0: TFLM requires it for MUL, and it keeps |x| * 2^15 inside int32 for
-ADD / SUB. Broadcasting and loop structure are those of elementwise.py (int8 / float32).
+ADD / SUB. Broadcasting (_broadcast.py) and loop structure are those of elementwise.py (int8 /
+float32).
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import numpy as np
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._broadcast import loop_plan, operand
 from ._quant import activation_range_int, quantize_multiplier
-from .elementwise import _operand, loop_plan
 
 ADD_LEFT_SHIFT_16 = 15   # TFLM's headroom for int16 ADD/SUB
 
@@ -53,7 +54,7 @@ def _lower_binary_s16(op, g, ctx):
         raise EerieError(f"{kind} {op.name!r}: int16 tensors need zero point 0 (TFLite's 16x8 "
                          f"scheme); got {a.zero_point}, {b.zero_point} -> {y.zero_point}")
     inputs: list[str] = []
-    srcs = [_operand(a.id, g, ctx, "lhs", inputs), _operand(b.id, g, ctx, "rhs", inputs)]
+    srcs = [operand(a.id, g, ctx, inputs, "lhs"), operand(b.id, g, ctx, inputs, "rhs")]
     plan = loop_plan(y.shape, [a.shape, b.shape], srcs)
     s1, s2, so = (np.float32(t.scale) for t in (a, b, y))
     if kind == "MUL":

@@ -8,8 +8,8 @@ in_scale / out_scale for the identity side, in_scale * alpha_scale / out_scale f
 from __future__ import annotations
 
 from ..errors import EerieError
-from . import Lowered, kernel
-from ._broadcast import elementwise, operand
+from . import kernel
+from ._broadcast import lower_elementwise, operand
 from ._quant import quantize_multiplier
 
 
@@ -24,8 +24,7 @@ def lower_prelu(op, g, ctx):
         def body(ix):
             return (f"const float v = {px}[{ix[0]}];\n"
                     f"out0[{ix[2]}] = v >= 0.0f ? v : v * {pa}[{ix[1]}];")
-        return Lowered(body=elementwise(y.shape, [x.shape, a.shape], body), inputs=inputs,
-                       outputs=[y.id])
+        return lower_elementwise(y, [x.shape, a.shape], inputs, body)
     if x.quant is None or a.quant is None or y.quant is None:
         raise EerieError(f"PRELU {op.name!r}: int8 tensors without quantization")
     sx, sa, so = (float(t.quant.scale[0]) for t in (x, a, y))
@@ -45,5 +44,4 @@ def lower_prelu(op, g, ctx):
                 f"o = o < -128 ? -128 : o;\n"
                 f"o = o > 127 ? 127 : o;\n"
                 f"out0[{ix[2]}] = (int8_t)o;")
-    return Lowered(body=elementwise(y.shape, [x.shape, a.shape], body), inputs=inputs,
-                   outputs=[y.id], helpers={"requant"})
+    return lower_elementwise(y, [x.shape, a.shape], inputs, body, {"requant"})
