@@ -259,7 +259,7 @@ class Dynamic:
 
     def before(self, L, node, packet, args, kwargs):
         """Masks for the node's inputs; returns (args, kwargs, result or None)."""
-        from .torch import Act
+        from .torch_lowerer import Act
         acts = [a for a in _flat((args, kwargs)) if isinstance(a, Act) and self.has(a)]
         if not acts:
             return args, kwargs, None
@@ -376,7 +376,7 @@ class Dynamic:
 
     def after(self, L, node, packet, args, result):
         """Factors of the node's results (and the rescale of a mean over a dynamic dim)."""
-        from .torch import Act
+        from .torch_lowerer import Act
         torch = L.torch
         vals = node.meta.get("val")
         single = not isinstance(result, (list, tuple))
@@ -476,7 +476,7 @@ def param_names(syms, hints: dict) -> list[str]:
 
 
 def _src(node) -> str:
-    from .torch import _src as s
+    from .torch_lowerer import _src as s
     return s(node)
 
 

@@ -1,0 +1,379 @@
+"""The PyTorch frontend's walker: an exported program's FX graph, node by node, into IR ops.
+
+`_Lowerer` binds the program's inputs, parameters and constants, walks the graph (and, through
+torch_control.py, the graphs of torch.cond / torch.while_loop), evaluates nodes whose inputs
+are all constants with torch itself, and hands every other node to the lowering registered
+for its ATen op in `LOWERINGS`. Lowerings are registered with `@lowers(...)` by the
+torch_lower_*.py modules (and torch_batch.py); `registered_lowerings()` imports them all, and
+every `_Lowerer` calls it, so the registry is complete however the frontend was imported.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..errors import EerieError
+from ..ir import Graph, Op, Tensor
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:   # pragma: no cover - torch is an optional dependency
+        raise EerieError("compiling a PyTorch program needs torch (pip install torch==2.13.0)") from None
+    return torch
+
+
+def _ir_dtype(dt) -> str:
+    torch = _torch()
+    table = {torch.float32: "float32", torch.float64: "float32", torch.float16: "float32",
+             torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
+             torch.int32: "int32", torch.int64: "int32"}
+    if dt not in table:
+        raise EerieError(f"tensors of type {dt} are not supported")
+    return table[dt]
+
+
+def _np(t, dtype: str) -> np.ndarray:
+    from ..ir import DTYPE_NP
+    return np.array(t.detach().cpu().numpy(), dtype=DTYPE_NP[dtype], order="C")   # keeps 0-d
+
+
+class Act:
+    """An activation value: an IR tensor id (shape and dtype live on the IR tensor)."""
+    __slots__ = ("tid",)
+
+    def __init__(self, tid: str):
+        self.tid = tid
+
+    def __repr__(self):
+        return f"Act({self.tid})"
+
+
+def _flat_values(v):
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _flat_values(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _flat_values(x)
+    else:
+        yield v
+
+
+def _src(node) -> str:
+    st = node.meta.get("stack_trace") or ""
+    lines = [ln.strip() for ln in st.strip().splitlines() if ln.strip().startswith("File ")]
+    return lines[-1] if lines else ""
+
+
+# ---- the op registry: one lowering per ATen op (packet name or overload name) ------------------
+
+LOWERINGS: dict[str, Any] = {}
+
+
+def lowers(*names):
+    def reg(fn):
+        for n in names:
+            LOWERINGS[n] = fn
+        return fn
+    return reg
+
+
+def registered_lowerings() -> dict:
+    """LOWERINGS with every module that registers lowerings imported."""
+    from . import (torch_batch, torch_lower_elementwise, torch_lower_nn,  # noqa: F401
+                   torch_lower_pool, torch_lower_reduce, torch_lower_shape)
+    return LOWERINGS
+
+
+class _Lowerer:
+    def __init__(self, ep, name: str, max_iterations: int, dim_names: dict | None = None,
+                 batch_as_dim: bool = False):
+        self.torch = _torch()
+        self.dim_names = dict(dim_names or {})
+        self.batch_as_dim = batch_as_dim   # a dynamic dim 0 compiled as a masked dim, not per sample
+        self.dyn = None                    # torch_dynamic.Dynamic: the program's dynamic sizes
+        self.ep = ep
+        self.name = name
+        self.max_iterations = int(max_iterations)
+        self.tensors: dict[str, Tensor] = {}     # shared by every region: ids are global
+        self.counter = 0
+        self.ops_made = 0
+        self.scope: Graph | None = None
+        self.node = None
+        self.env: dict = {}
+        self.folded_bn: dict = {}
+        self.batch = None            # the dynamic batch symbol (sympy), if any
+        self.batch_max: int | None = None
+        registered_lowerings()       # every family's lowerings, whatever was imported first
+
+    # ---- building blocks -------------------------------------------------------------------
+
+    def new_id(self, hint: str) -> str:
+        self.counter += 1
+        return f"t{self.counter}_{hint}"[:48]
+
+    def tensor(self, shape, dtype: str, label: str = "") -> Act:
+        tid = self.new_id(label or "x")
+        self.tensors[tid] = Tensor(tid, tuple(int(d) for d in shape), dtype, label or tid)
+        self.scope.tensors[tid] = self.tensors[tid]
+        return Act(tid)
+
+    def const(self, value, dtype: str | None = None, label: str = "const") -> str:
+        torch = self.torch
+        if not isinstance(value, torch.Tensor):
+            value = torch.tensor(value)
+        dtype = dtype or _ir_dtype(value.dtype)
+        data = _np(value, dtype)
+        tid = self.new_id(label)
+        t = Tensor(tid, tuple(data.shape), dtype, label, data=data)
+        self.tensors[tid] = t
+        self.scope.tensors[tid] = t
+        return tid
+
+    def t(self, a: Act) -> Tensor:
+        return self.tensors[a.tid]
+
+    def shape(self, v) -> tuple[int, ...]:
+        return self.t(v).shape if isinstance(v, Act) else tuple(v.shape)
+
+    def op(self, kind: str, inputs, out_shape, out_dtype: str, attrs=None, label="") -> Act:
+        out = self.tensor(out_shape, out_dtype, label or (self.node.name if self.node is not None else kind.lower()))
+        self.ops_made += 1
+        name = self.node.name if self.node is not None else kind.lower()
+        src = _src(self.node) if self.node is not None else ""
+        attrs = dict(attrs or {})
+        if src:
+            attrs["torch_source"] = src   # for messages: the user's line that made this op
+        self.scope.ops.append(Op(kind, [i.tid if isinstance(i, Act) else i for i in inputs], [out.tid],
+                                 attrs, name, self.ops_made))
+        return out
+
+    def act_of(self, v, like: Act | None = None) -> Act | str:
+        """An operand for a binary op: activations as they are, anything else a constant id."""
+        if isinstance(v, Act):
+            return v
+        dtype = self.t(like).dtype if like is not None else None
+        if dtype == "bool":
+            dtype = None
+        return self.const(v if isinstance(v, self.torch.Tensor) else self.torch.tensor(v), dtype)
+
+    def ensure_act(self, v, what: str) -> Act:
+        if not isinstance(v, Act):
+            raise EerieError(f"{what}: expected a tensor computed from the inputs")
+        return v
+
+    def transpose(self, x: Act, perm) -> Act:
+        shape = self.t(x).shape
+        return self.op("TRANSPOSE", [x, self.const(np.array(perm, np.int32), "int32", "perm")],
+                       [shape[p] for p in perm], self.t(x).dtype, label=f"{self.node.name}_t")
+
+    def reshape(self, x: Act, shape) -> Act:
+        shape = tuple(int(d) for d in shape)
+        if self.t(x).shape == shape:
+            return x
+        return self.op("RESHAPE", [x], shape, self.t(x).dtype)
+
+    # ---- the walk -----------------------------------------------------------------------
+
+    def run(self) -> Graph:
+        from .torch_batch import find_dynamic_sizes
+        ep, torch = self.ep, self.torch
+        sig = ep.graph_signature
+        state = dict(ep.state_dict)
+        consts = dict(getattr(ep, "constants", {}) or {})
+        top = Graph(self.name, {}, [], [], [])
+        self.scope = self.top = top
+        env: dict[Any, Any] = {}
+        user_inputs = list(sig.user_inputs)
+        named = {}
+        named.update({k: state[v] for k, v in sig.inputs_to_parameters.items()})
+        named.update({k: (state[v] if v in state else consts[v]) for k, v in sig.inputs_to_buffers.items()})
+        named.update({k: consts[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
+        gm = ep.graph_module
+        find_dynamic_sizes(self, gm, user_inputs)
+        if self.dyn is not None and self.dyn.syms:
+            # The actual sizes, stored by NAME_invoke for the DYN_* ops to read.
+            self.dyn.sizes = self.op("DYN_SIZES", [], (len(self.dyn.syms),), "int32",
+                                     {"params": list(self.dyn.names)}, label="dynamic_sizes")
+        for node in gm.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            if node.name in named:
+                env[node] = named[node.name].detach()
+            elif node.name in user_inputs:
+                val = node.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    raise EerieError(f"input {node.name}: only tensor inputs are supported "
+                                     f"(got {type(val).__name__})")
+                self.node = node
+                shape = self._static_shape(val, f"input {node.name}")
+                a = self.tensor(shape, _ir_dtype(val.dtype), node.name)
+                top.inputs.append(a.tid)
+                env[node] = a
+                if self.dyn is not None and self.dyn.syms:
+                    factors = [[(int(n), None)] if isinstance(e, int) else [(int(n), e)]
+                               for n, e in zip(shape, (self.dyn.sub(d) for d in val.shape))]
+                    if any(rt is not None for fl in factors for _, rt in fl):
+                        env[node] = self.dyn.unpack(self, a, factors)
+            else:
+                raise EerieError(f"unsupported program input {node.name} (not a user input, "
+                                 f"parameter, buffer or constant)")
+        outs = self.walk(gm, env, skip_placeholders=True)
+        user_out = [s.arg.name for s in sig.output_specs if s.kind.name == "USER_OUTPUT"]
+        if len(user_out) != len(outs):
+            raise EerieError("programs that mutate buffers or inputs are not supported "
+                             "(the program has non-user outputs)")
+        if self.dyn is not None and self.dyn.factors:
+            outs = [self.dyn.pack(self, o) if isinstance(o, Act) and self.dyn.has(o) else o for o in outs]
+        top.outputs = self.finish_outputs(outs, top, "output")
+        if self.batch is not None:
+            top.dynamic_batch = self.batch_max
+        if self.dyn is not None:
+            out_node = next(n for n in gm.graph.nodes if n.op == "output")
+            res = out_node.args[0]
+            res = list(res) if isinstance(res, (list, tuple)) else [res]
+            in_vals = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+            top.dynamic_dims = self.dyn.interface(self, in_vals, [r.meta["val"] for r in res],
+                                                  self.batch_max, (0, self.batch_max))
+        return top
+
+    def _static_shape(self, val, what: str) -> tuple[int, ...]:
+        shape = []
+        for d in val.shape:
+            if not isinstance(d, int) and self.batch is not None and d.node.expr == self.batch:
+                d = 1   # the per-sample graph
+            elif not isinstance(d, int) and self.dyn is not None:
+                d = self.dyn.max_of(self.dyn.sub(d))   # compiled for the maximum
+            if not isinstance(d, int):
+                try:
+                    d = int(d)
+                except Exception:
+                    raise EerieError(f"{what}: dynamic dimension {d} is not supported yet "
+                                     f"(export with static shapes)") from None
+            shape.append(d)
+        return tuple(shape)
+
+    def finish_outputs(self, outs, g: Graph, what: str) -> list[str]:
+        """Tensor ids for a graph's outputs: a fresh tensor (a copy) where an output is a
+        constant, an input of the graph, or repeats another output."""
+        ids = []
+        for k, v in enumerate(outs):
+            if not isinstance(v, Act):
+                if isinstance(v, self.torch.Tensor):
+                    # A constant result: materialise it with an op so it has storage to return.
+                    c = self.const(v, None, f"{what}{k}_value")
+                    z = self.const(self.torch.zeros_like(v), None, "zero")
+                    t = self.tensors[c]
+                    if t.dtype != "float32":
+                        raise EerieError(f"{what} {k} is a constant {t.dtype} tensor; only "
+                                         f"float32 constant results are supported")
+                    v = self.op("ADD", [c, z], t.shape, t.dtype, {"fused_activation_function": "NONE"},
+                                label=f"{what}{k}")
+                else:
+                    raise EerieError(f"{what} {k} is a {type(v).__name__}, not a tensor")
+            if v.tid in g.inputs or v.tid in ids:
+                v = self.op("RESHAPE", [v], self.t(v).shape, self.t(v).dtype, label=f"{what}{k}")
+            ids.append(v.tid)
+        return ids
+
+    def walk(self, gm, env, skip_placeholders=False):
+        prev, self.env = self.env, env
+        try:
+            return self._walk(gm, env, skip_placeholders)
+        finally:
+            self.env = prev
+
+    def _walk(self, gm, env, skip_placeholders):
+        for node in gm.graph.nodes:
+            self.node = node
+            if node.op == "placeholder":
+                if not skip_placeholders and node not in env:
+                    raise EerieError(f"region input {node.name} is unbound")
+                continue
+            if node.op == "get_attr":
+                env[node] = getattr(gm, node.target)
+                continue
+            if node.op == "output":
+                res = node.args[0]
+                res = list(res) if isinstance(res, (list, tuple)) else [res]
+                return [self.value(a, env) for a in res]
+            if node.op != "call_function":
+                raise EerieError(f"unsupported FX node {node.op} {node.target}")
+            args = self.value(node.args, env)
+            kwargs = self.value(dict(node.kwargs), env)
+            env[node] = self.call(node, args, kwargs, env)
+        raise EerieError("the program has no output")
+
+    def value(self, a, env):
+        fx = self.torch.fx
+        if isinstance(a, fx.Node):
+            return env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.value(x, env) for x in a)
+        if isinstance(a, dict):
+            return {k: self.value(v, env) for k, v in a.items()}
+        return a
+
+    def _has_act(self, v) -> bool:
+        if isinstance(v, Act):
+            return True
+        if isinstance(v, (list, tuple)):
+            return any(self._has_act(x) for x in v)
+        if isinstance(v, dict):
+            return any(self._has_act(x) for x in v.values())
+        return False
+
+    def call(self, node, args, kwargs, env):
+        target = node.target
+        torch = self.torch
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if isinstance(target, torch._ops.HigherOrderOperator):
+            from .torch_control import lower_higher_order
+            if self.dyn is not None and any(isinstance(a, Act) and self.dyn.has(a)
+                                            for a in _flat_values((args, kwargs))):
+                raise EerieError(f"{node.name}: torch.cond / torch.while_loop on tensors with a dynamic "
+                                 f"dim (other than a per-sample batch) is not supported"
+                                 f"{' (' + _src(node) + ')' if _src(node) else ''}")
+            return lower_higher_order(self, node, args, kwargs, env)
+        if not self._has_act((args, kwargs)):
+            # Everything is known at compile time: let torch compute it.
+            try:
+                with torch.no_grad():
+                    return target(*args, **kwargs)
+            except Exception as e:
+                raise EerieError(f"evaluating {node.name} ({target}) at compile time failed: {e}") from None
+        key = getattr(target, "__name__", str(target))   # e.g. "convolution.default"
+        packet = key.split(".")[0]
+        fn = LOWERINGS.get(key) or LOWERINGS.get(packet)
+        if fn is None:
+            raise EerieError(f"unsupported PyTorch op aten.{key} at node {node.name}"
+                             f"{' (' + _src(node) + ')' if _src(node) else ''}")
+        early = None
+        if self.dyn is not None and self.dyn.factors:
+            args, kwargs, early = self.dyn.before(self, node, packet, args, kwargs)
+        result = early if early is not None else fn(self, node, *args, **kwargs)
+        if self.dyn is not None and self.dyn.factors:
+            result = self.dyn.after(self, node, packet, args, result)
+        if self.batch is not None:
+            from .torch_batch import check_per_sample
+            check_per_sample(self, node, result)
+        return result
+
+    def meta_shape(self, node=None) -> tuple[int, ...]:
+        node = node or self.node
+        val = node.meta["val"]
+        if isinstance(val, (list, tuple)):
+            val = val[0]
+        return self._static_shape(val, node.name)
+
+    def meta_dtype(self, node=None) -> str:
+        node = node or self.node
+        val = node.meta["val"]
+        if isinstance(val, (list, tuple)):
+            val = val[0]
+        return _ir_dtype(val.dtype)
