@@ -5,6 +5,18 @@ Everything here reads the report dict only, so the markdown can never disagree w
 from __future__ import annotations
 
 
+def printable(text: str, limit: int = 60) -> str:
+    """Model-supplied text (layer names, paths: any bytes) made safe for a human-readable view:
+    control and format characters become '?', so a name can neither end a Markdown table row
+    nor put a character XML 1.0 forbids into memory.svg."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text))[:limit]
+
+
+def _cell(text: str, limit: int = 60) -> str:
+    """printable() for a Markdown table cell or inline code: no column breaks, no code fences."""
+    return printable(text, limit).replace("|", "/").replace("`", "'")
+
+
 def _b(n) -> str:
     return "-" if n is None else f"{int(n):,} B"
 
@@ -28,7 +40,7 @@ def _budget_rows(r: dict) -> list[tuple[str, str, str, str]]:
 
 def render_markdown(r: dict) -> str:
     out = [f"# {r['name']}: eerie-c compile report", ""]
-    out += [f"- model: `{r.get('model', '?')}`", f"- target: `{r.get('target', '?')}`"
+    out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
             f"- layers: {len(r.get('ops', []))}, MACs per inference: {r.get('macs', 0):,}"]
     for kind in ("inputs", "outputs"):
@@ -60,7 +72,7 @@ def render_markdown(r: dict) -> str:
         act = sum(t["bytes"] for t in op["inputs"] + op["outputs"])
         outs = ", ".join(_shape(t["shape"]) for t in op["outputs"])
         est = op.get("est_instructions")
-        name = (op.get("name") or op["function"]).replace("|", "/")[:60]
+        name = _cell(op.get("name") or op["function"])
         out.append(f"| {op['index']} | {name} | {op['kind']} | {outs} | {op['macs']:,} | "
                    f"{op.get('weight_bytes', 0):,} | {act:,} | {'-' if est is None else f'{int(est):,}'} |")
     out += ["", "## Verification", ""]
@@ -71,7 +83,7 @@ def render_markdown(r: dict) -> str:
 
 
 def summary_text(r: dict) -> str:
-    lines = [f"{r['name']} ({r.get('model', '?')}) for {r.get('target', '?')}"
+    lines = [f"{r['name']} ({printable(r.get('model', '?'), 200)}) for {r.get('target', '?')}"
              + (f" on {r['board']}" if r.get("board") else "")
              + f": {len(r.get('ops', []))} layers, {r.get('macs', 0):,} MACs"]
     mem = [f"arena {_b(r.get('arena_bytes'))}", f"constants {_b(r.get('constant_bytes'))}"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ir import Graph
+from ..report import printable
 from .arena import Plan
 
 
@@ -14,8 +15,8 @@ def _layer_of(g: Graph, tid: str) -> str:
             # "model/layer/Relu;..." -> "layer": the most specific scope name.
             parts = [p for p in op.name.split(";")[0].split("/") if p]
             label = parts[-2] if len(parts) >= 2 else (parts[0] if parts else "")
-            return label[:28] or op.kind
-    return g.t(tid).label[:28] or tid
+            return printable(label, 28) or op.kind
+    return printable(g.t(tid).label, 28) or tid
 
 
 def arena_rectangles(g: Graph, plan: Plan) -> list[dict]:
@@ -26,7 +27,7 @@ def arena_rectangles(g: Graph, plan: Plan) -> list[dict]:
             continue
         if b.key.startswith("scratch:"):
             name = b.key[len("scratch:"):]
-            rects.append({"label": f"scratch {name}"[:32], "start": b.start, "end": b.end,
+            rects.append({"label": printable(f"scratch {name}", 32), "start": b.start, "end": b.end,
                           "offset": plan.scratch[name].offset, "size": b.size})
         else:
             rects.append({"label": _layer_of(g, b.members[0]), "start": max(b.start, 0), "end": b.end,
@@ -73,7 +74,7 @@ def draw_memory_plan(g: Graph, plan: Plan, out_dir: Path, stem: str = "memory") 
     ax.set_ylim(0, max(plan.arena_bytes, 1) * 1.08)
     ax.set_xlabel("execution step (op index)")
     ax.set_ylabel("arena offset (bytes)")
-    ax.set_title(f"{g.name}: activation arena plan ({plan.arena_bytes} B)")
+    ax.set_title(f"{printable(g.name)}: activation arena plan ({plan.arena_bytes} B)")
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.svg", out_dir / f"{stem}.png"]

@@ -132,3 +132,20 @@ def test_non_utf8_file_name(tmp_path):
     p = subprocess.run([sys.executable, "-m", "eerie_c.cli", os.fsdecode(raw), "-o", str(tmp_path / "o2")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_hostile_names_keep_report_and_picture_well_formed(tmp_path):
+    """Names reach the human-readable views too: report.md's layer table and memory.svg's labels.
+    A newline or control byte must not break a Markdown row or make the SVG invalid XML."""
+    import xml.etree.ElementTree as ET
+    model = tmp_path / "m.tflite"
+    model.write_bytes(hostile_model(HOSTILE[5:] + HOSTILE[:5]))   # "\x00nul\x01" names a drawn layer
+    out = tmp_path / "out"
+    res = compile_model(model, out, name="hostile")
+    ET.parse(out / "memory.svg")   # raises on a character XML 1.0 forbids
+    md = (out / "report.md").read_text()
+    assert all(ch == "\n" or ch.isprintable() for ch in md)
+    table = md.split("## Layers", 1)[1].split("## Verification", 1)[0]
+    rows = [ln for ln in table.splitlines() if ln.startswith("|")]
+    assert len(rows) == 2 + len(res.report["ops"])   # header, rule, one row per layer
+    assert all(ln.count("|") == 9 for ln in rows), rows
