@@ -333,9 +333,10 @@ def _board_and_target(board, target: str | None) -> tuple:
 
 
 def _add_firmware(res: CompileResult, brd) -> None:
-    """Budget check (raises before anything is written), then the firmware project files."""
+    """Budget check (raises before anything is written), then the firmware project files and
+    the proof that the whole firmware's stack fits the board's reserve."""
     from .toolchain.boards import check_budget
-    from .toolchain.firmware import firmware_files
+    from .toolchain.firmware import firmware_files, prove_firmware_stack
     res.report["board"] = brd.name
     res.report["budget"] = check_budget(brd, res.name, res.report)
     if getattr(res.graph, "dynamic_dims", None) is not None:
@@ -343,6 +344,8 @@ def _add_firmware(res: CompileResult, brd) -> None:
         res.files.update(dynamic_firmware(res, brd))
     else:
         res.files.update(firmware_files(res, brd))
+    with stage(f"firmware stack bound on {brd.name}"):
+        res.report.update(prove_firmware_stack(res, brd, res.files))
 
 
 def _run_board(res: CompileResult, brd, arrays: list[np.ndarray], work: Path,

@@ -185,8 +185,7 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
                 raise EerieError(f"the host build of {res.name} failed to run: {p.stderr.strip()}")
             raw = (work / "outputs.bin").read_bytes()
         else:
-            from .toolchain.firmware import (INPUTS_FILE, OUTPUTS_FILE, build_firmware, elf_sizes,
-                                             firmware_stack)
+            from .toolchain.firmware import INPUTS_FILE, OUTPUTS_FILE, build_firmware, elf_sizes
             from .toolchain.qemu import DEFAULT_TIMEOUT, run_qemu
             api._add_firmware(res, board)
             files.update(res.files)
@@ -207,8 +206,7 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
                 "instructions_per_inference": run.instructions, "elf_sizes": sizes,
                 "flash_bytes": sizes["text"], "ram_static_bytes": sizes["data"] + sizes["bss"],
                 "stack_high_water_bytes": run.values["stack_high_water_bytes"],
-                "invoke_stack_bytes": run.values["invoke_stack_bytes"],
-                **firmware_stack(project, res.target)})
+                "invoke_stack_bytes": run.values["invoke_stack_bytes"]})
         pos, results = 0, []
         for sizes in sizes_all:
             got = []

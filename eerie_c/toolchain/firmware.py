@@ -79,6 +79,29 @@ def firmware_stack(project: Path, target_name: str) -> dict:
                                                  "handler_bytes", "path", "handler_path")}}
 
 
+def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> dict:
+    """At compile time: the whole firmware's stack bound (firmware_stack on the project
+    written to a scratch directory), which must fit the stack reserve the linker script
+    gives it; else a one-line error, before anything is written."""
+    import tempfile
+    require_toolchain()
+    with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
+        for rel, data in files.items():
+            p = Path(d) / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(data, bytes):
+                p.write_bytes(data)
+            else:
+                p.write_text(data, encoding="utf-8", errors="backslashreplace")
+        fs = firmware_stack(Path(d), res.target)
+    need = fs["firmware_stack_bound_bytes"]
+    if need > board.stack_bytes:
+        raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "
+                         f"stack bound is {need} bytes (start-up, harness, model, one interrupt) but "
+                         f"the board reserves {board.stack_bytes}, {need - board.stack_bytes} bytes too many")
+    return fs
+
+
 def elf_sizes(elf: Path) -> dict[str, int]:
     """Berkeley sizes: text (code + read-only data, all in flash), data, bss."""
     elf = Path(elf).resolve()
@@ -137,7 +160,6 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
         # What NAME_invoke itself used below its caller's stack pointer (worst inference),
         # interrupts taken during it included: the figure the proven bound must cover.
         "invoke_stack_bytes": run.values["invoke_stack_bytes"],
-        **firmware_stack(project, res.target),
     }
     if hw >= reserve:
         raise EerieError(f"the stack overflowed its {reserve}-byte reserve on {board.name}")

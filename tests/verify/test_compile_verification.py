@@ -119,3 +119,55 @@ def test_board_budget_counts_no_input_buffer_when_inputs_live_in_the_arena():
     in_arena = budget(board, dict(report, inputs_in_arena=True))
     assert with_buffers["io_buffer_bytes"] == 310 and in_arena["io_buffer_bytes"] == 10
     assert with_buffers["ram_bytes"] - in_arena["ram_bytes"] == 300
+
+
+def test_board_ram_budget_counts_the_stack_reserve_the_firmware_links_with(tmp_path):
+    """microbit (16 KiB RAM) reserves 2 KiB of stack in its linker script. A model whose arena
+    fits beside the proven stack bound (~100 B) but not beside that reserve must fail at
+    compile time (exit 2, one line), not later in the link; one that fits must link."""
+    import subprocess
+    from tflite_builder import ModelBuilder
+
+    def relu_chain(n):
+        mb = ModelBuilder()
+        x = mb.input([1, n], "int8", scale=0.05, zero_point=-3)
+        t = mb.tensor([1, n], "int8", scale=0.05, zero_point=-3)
+        mb.op("RELU", [x], [t])
+        y = mb.tensor([1, n], "int8", scale=0.05, zero_point=-3)
+        mb.op("RELU6", [t], [y])
+        mb.output(y)
+        return mb.build()
+
+    big, small = tmp_path / "big.tflite", tmp_path / "small.tflite"
+    big.write_bytes(relu_chain(5000))     # ~15.2 KB with a 100 B stack; ~17.1 KB with the reserve
+    small.write_bytes(relu_chain(4000))
+    out = tmp_path / "o"
+    one_line_error(eerie(big, "--board", "microbit", "-o", out),
+                   "RAM needs", "stack reserve 2048", "proven stack bound", "bytes too many")
+    assert not out.exists()
+    fw = tmp_path / "fw"
+    rep = compile_model(small, fw, board="microbit").report
+    assert rep["budget"]["ram_bytes"] <= 16384
+    p = subprocess.run(["make", "-C", str(fw)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_board_compile_proves_the_whole_firmware_stack_fits_its_reserve(models_dir, tmp_path):
+    """With --board the compile itself (not only `eerie-c run`) merges the firmware's call
+    graphs (start-up, harness, model, one interrupt) and checks the bound against the stack
+    reserve of the board's linker script."""
+    rep = compile_model(models_dir / "ad01_int8.tflite", tmp_path / "fw", board="mps2-an386").report
+    fw = rep["firmware_stack_bound_bytes"]
+    assert rep["stack_bound_bytes"] < fw <= 16384
+    assert rep["firmware_stack"]["path"][:2] == ["Reset_Handler", "main"]
+    board = json.loads((__import__("eerie_c.resources", fromlist=["x"]).resource_dir("boards")
+                        / "mps2-an386.json").read_text())
+    import shutil
+    from eerie_c.resources import resource_dir
+    shutil.copy(resource_dir("boards") / "mps2-an386.ld", tmp_path / "tiny-stack.ld")
+    board.update(name="tiny-stack", stack_bytes=fw - 8, linker_script="tiny-stack.ld")
+    (tmp_path / "tiny-stack.json").write_text(json.dumps(board))
+    out = tmp_path / "o"
+    one_line_error(eerie(models_dir / "ad01_int8.tflite", "--board", tmp_path / "tiny-stack.json", "-o", out),
+                   f"proven stack bound is {fw} bytes", f"reserves {fw - 8}", "8 bytes too many")
+    assert not out.exists()
