@@ -12,6 +12,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# The code under test is this checkout's eerie_c, in this process and in every subprocess the
+# tests start (`python -m eerie_c.cli` from a temporary cwd would otherwise import whatever copy
+# pip last installed into site-packages).
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 if not MODELS.is_dir():
     MODELS = Path(os.environ.get("EERIE_SHARED_MODELS", "../shared/models")).resolve()
@@ -75,3 +81,10 @@ def models_dir() -> Path:
 
 def have_tool(name: str) -> bool:
     return shutil.which(name) is not None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _eerie_c_is_this_checkout():
+    import eerie_c
+    assert Path(eerie_c.__file__).resolve().is_relative_to(ROOT), (
+        f"tests import eerie_c from {eerie_c.__file__}, not from this checkout {ROOT}")
