@@ -12,6 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# Under CI (CI set in the environment) every skip fails the run: see tests/ci_skips.py.
+pytest_plugins = ["ci_skips"]
+
 # The code under test is this checkout's eerie_c, in this process and in every subprocess the
 # tests start (`python -m eerie_c.cli` from a temporary cwd would otherwise import whatever copy
 # pip last installed into site-packages).
@@ -81,6 +84,40 @@ def models_dir() -> Path:
 
 def have_tool(name: str) -> bool:
     return shutil.which(name) is not None
+
+
+# The cross toolchain and QEMU a firmware build-and-run needs (nm and readelf: tests that look
+# inside the ELF). CI installs all of them (.ci/setup).
+BOARD_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-nm", "arm-none-eabi-readelf",
+               "make", "qemu-system-arm")
+INSTALL_HINT = ("apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make gcc "
+                "(.ci/setup does this)")
+
+
+def require_tools(*tools: str) -> None:
+    """FAIL (never skip) when a tool is missing: a skipped toolchain test would let a broken
+    build pass unnoticed on a machine that happens to lack the tool."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"this test needs {', '.join(missing)} on PATH: {INSTALL_HINT}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def board_tools():
+    """Firmware build + QEMU run: fails loudly without the cross toolchain and QEMU."""
+    require_tools(*BOARD_TOOLS)
+
+
+@pytest.fixture(scope="session")
+def cross_cc():
+    """arm-none-eabi-gcc only (compile for Cortex-M, no QEMU run): fails loudly without it."""
+    require_tools("arm-none-eabi-gcc")
+
+
+@pytest.fixture(scope="session")
+def host_cc():
+    """The host C compiler (gcc: the C proof preprocesses with it): fails loudly without it."""
+    require_tools("gcc")
 
 
 @pytest.fixture(autouse=True, scope="session")

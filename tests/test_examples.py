@@ -22,7 +22,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 # Every runnable example and the test that runs it (test_every_example_is_run keeps this honest).
 COVERED = {
@@ -33,14 +32,6 @@ COVERED = {
     "kws/run.py": "test_kws_example",
     "torch_cond/run.py": "test_torch_cond_example",
 }
-
-
-@pytest.fixture(scope="module")
-def board_tools():
-    """Like the board tests: FAIL (never skip) without the cross toolchain and QEMU."""
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"the examples need {', '.join(missing)} on PATH (.ci/setup installs them)")
 
 
 def _run(args, cwd, timeout=300, env=None):
@@ -101,7 +92,7 @@ def test_kws_example(board_tools, tmp_path):
 
 
 def test_torch_cond_example(board_tools, tmp_path):
-    pytest.importorskip("torch")
+    import torch  # noqa: F401  (CI installs torch: a missing one errors, never skips)
     out = tmp_path / "tc"
     text = _run([sys.executable, str(EXAMPLES / "torch_cond" / "run.py"), "--out", str(out)], cwd=tmp_path)
     rows = re.findall(r"^input \d+: +(\d+) loop steps, (early exit \(small head\)|big head) +-> class \d "

@@ -20,7 +20,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))   # the op tests' builders
 from conftest import eerie_run, random_inputs, tflm_run
 from eerie_c.cli import main as cli_main
-from test_boards import board_tools  # noqa: F401  (fixture: fails loudly without the tools)
 
 BOARD = "microbit"
 # (board, target): the real M0, and ARMv6-M code on the M3 board with alignment traps on.

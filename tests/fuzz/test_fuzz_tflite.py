@@ -233,7 +233,6 @@ def apply_mutations(buf: bytes, muts) -> bytes:
 # The models.
 
 _CACHE: dict[str, bytes] = {}
-_COMPILES: dict[str, bool] = {}
 
 
 def model_bytes(name: str) -> bytes:
@@ -243,18 +242,6 @@ def model_bytes(name: str) -> bytes:
             pytest.fail(f"shared model {p} not found")
         _CACHE[name] = p.read_bytes()
     return _CACHE[name]
-
-
-def compiles_today(name: str) -> bool:
-    """Full-compile fuzzing needs every op of the model to have a kernel (some are still
-    being written); until then the model is fuzzed through the frontend only."""
-    if name not in _COMPILES:
-        try:
-            check_supported(load_tflite(model_bytes(name), "m"))
-            _COMPILES[name] = True
-        except EerieError:
-            _COMPILES[name] = False
-    return _COMPILES[name]
 
 
 def small_model() -> bytes:
@@ -338,8 +325,8 @@ def test_small_model_full_compile():
 @pytest.mark.parametrize("name", ["ad01_int8", "kws_ref_model", "pretrainedResnet_quant"])
 def test_shared_model_full_compile(name):
     """Structured corruption that survives the frontend reaches the kernels: they must cope."""
-    if not compiles_today(name):
-        pytest.skip(f"{name} needs kernels that are not registered yet")
+    # Every shared model compiles today; a kernel regression fails check_supported here loudly.
+    check_supported(load_tflite(model_bytes(name), "m"))
     buf = model_bytes(name)
     fields = locate_fields(buf)
 

@@ -10,7 +10,6 @@ check (host target).
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -367,11 +366,9 @@ def test_inplace_proof_rejects_broken_plans(tmp_path):
         op.attrs["inplace_of_input"] = True
 
 
-BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
-                    reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["k3-K27", "pointwise-odd", "kws-first", "K144-shared", "dw",
                                   "fc", "fc-odd", "inplace", "inplace-dw"])
 def test_dsp_kernels_on_cortex_m4(tmp_path, case):

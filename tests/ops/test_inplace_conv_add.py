@@ -12,7 +12,6 @@ that the fused output really sits on the residual's bytes and what is and is not
 """
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -181,12 +180,9 @@ def test_not_fused_when_conv_output_has_two_readers(tmp_path):
         np.testing.assert_array_equal(g_, r)
 
 
-BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
-                    reason="SKIPPED: needs arm-none-eabi-gcc, make and qemu-system-arm for the "
-                           "Cortex-M4 (QEMU mps2-an386) runs")
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["identity-odd-pixels", "downsample-hoisted-shortcut"])
 def test_on_cortex_m4_qemu(tmp_path, case):
     model, shape = CASES[case]()

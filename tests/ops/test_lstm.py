@@ -85,12 +85,9 @@ def test_lstm_state_is_carried(tmp_path):
     assert not np.array_equal(ref[0][0], ref[0][1])
 
 
-def test_lstm_builds_for_cortex_m(tmp_path):
+def test_lstm_builds_for_cortex_m(tmp_path, cross_cc):
     # the C proof and the stack bound with the embedded toolchain (state outside the arena)
-    from conftest import have_tool
     from eerie_c.api import compile_model
-    if not have_tool("arm-none-eabi-gcc"):
-        pytest.skip("SKIPPED: arm-none-eabi-gcc is not installed, cannot build for cortex-m4")
     model, _ = lstm_model("int8", time_major=True, batch=2, clip=0.3)
     p = tmp_path / "lstm8.tflite"
     p.write_bytes(model)

@@ -9,7 +9,6 @@ disabling it. Host runs build the cortex-m55 C with the plain-C stand-ins of bas
 """
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -203,14 +202,11 @@ def test_fused_in_place_on_m55(tmp_path):
     assert op["scratch_bytes"] == 2 * 144 + 2 * 16      # two im2col columns + one pixel pair
 
 
-BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 QEMU_CASES = ["add-odd-size", "add-relu6-4d", "add-chain-in-place", "fused-odd-pixels", "fused-downsample",
               "fused-batch2-16ch", "fused-scalar-epilogue"]
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
-                    reason="SKIPPED LOUDLY: needs arm-none-eabi-gcc, make and qemu-system-arm "
-                           "for the Cortex-M55 (QEMU mps3-an547) runs")
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", QEMU_CASES)
 def test_mve_add_on_cortex_m55(tmp_path, monkeypatch, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""

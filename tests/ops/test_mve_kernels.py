@@ -10,7 +10,6 @@ QEMU (mps3-an547, Cortex-M55 with MVE).
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -221,11 +220,9 @@ def test_mve_inplace_depthwise(tmp_path, kw):
     check_host(tmp_path, model, shape)
 
 
-BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
-                    reason="SKIPPED LOUDLY: needs arm-none-eabi-gcc, make and qemu-system-arm")
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["k3-K27-odd", "pointwise-odd", "pointwise-K8", "kws-first",
                                   "K576-looped", "dead", "fc", "fc-640", "inplace", "dw",
                                   "dw-s2-c20", "dw-c36", "inplace-dw"])

@@ -169,15 +169,10 @@ def test_never_assigned_is_a_compile_error(tmp_path):
         compile_model(p)
 
 
-def test_accumulator_on_board(tmp_path):
+def test_accumulator_on_board(tmp_path, board_tools):
     """State across the consecutive inferences of one firmware boot on mps2-an386 in QEMU.
     Like tests/boards: fails (never skips) without the cross toolchain and QEMU."""
-    import shutil
     from conftest import eerie_run, tflm_run
-    missing = [t for t in ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
-               if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"board tests need {', '.join(missing)} on PATH (.ci/setup installs them)")
     data = accumulator("int8")
     xs = np.random.default_rng(4).integers(-40, 40, (4, 2, 3), dtype=np.int8)
     got, report = eerie_run(data, [xs], tmp_path, board="mps2-an386")

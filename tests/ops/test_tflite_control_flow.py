@@ -6,7 +6,6 @@ NAME_invoke fail, the compile error for a loop without any bound, and one model 
 mps2-an386 in QEMU."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -361,14 +360,10 @@ def test_recursive_subgraph_is_rejected(tmp_path):
 
 
 BOARD = "mps2-an386"
-TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
 
 
-def test_nested_control_flow_on_board(tmp_path):
+def test_nested_control_flow_on_board(tmp_path, board_tools):
     """Like tests/boards: fails (never skips) without the cross toolchain and QEMU."""
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"board tests need {', '.join(missing)} on PATH (.ci/setup installs them)")
     data = nested_if_in_while()
     ref = tflm_run(data, [NESTED_S, NESTED_V])
     got, report = eerie_run(data, [NESTED_S, NESTED_V], tmp_path, board=BOARD)

@@ -3,7 +3,6 @@ clashes, and each still computes exactly what TFLM computes: on the host, and as
 Cortex-M firmware image run in QEMU."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,10 +134,7 @@ def test_two_models_one_host_program(two, tmp_path):
     _check_outputs(d, ref_a, ref_t)
 
 
-def test_two_models_one_firmware_image(two, tmp_path):
-    for tool in ("arm-none-eabi-gcc", "qemu-system-arm", "make"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
+def test_two_models_one_firmware_image(two, tmp_path, board_tools):
     from eerie_c.toolchain.boards import get_board
     ad, tiny, xa, xt, ref_a, ref_t = two
     board = get_board("mps2-an386")

@@ -4,12 +4,12 @@ a depthwise-separable CNN, a residual block, an early-exit classifier, self-atte
 (torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
 counter, cond nested in a loop) and programs with dynamic sizes (a batch, a sequence length;
 several sizes in one boot) match eager PyTorch within 1e-5."""
-import shutil
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+# CI installs torch (.ci/setup): without it this module errors at collection, never skips.
+import torch  # noqa: E402
 
 import eerie_c  # noqa: E402
 from test_control_flow import CondActivation, CondInWhile, EarlyExit, Newton  # noqa: E402
@@ -21,15 +21,10 @@ from test_torch_ops import Attention, Up2d  # noqa: E402
 Dim = torch.export.Dim
 
 BOARD = "mps2-an386"
-TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "make", "qemu-system-arm")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def board_tools():
-    """Like tests/boards: fail (never skip) without the cross toolchain and QEMU."""
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"board tests need {', '.join(missing)} on PATH (.ci/setup installs them)")
+# Like tests/boards: fail (never skip) without the cross toolchain and QEMU.
+pytestmark = pytest.mark.usefixtures("board_tools")
 
 
 def on_board(m, xs, example):

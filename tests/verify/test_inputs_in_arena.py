@@ -5,7 +5,6 @@ every other arena tensor (live from before the first op); the firmware harness r
 straight into the slot (no input buffer of its own in .bss)."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -140,12 +139,9 @@ def test_proof_checks_input_slots(tmp_path):
     assert prove_plan(g, plan, steps)["ok"]
 
 
-BOARD_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-nm", "qemu-system-arm", "make")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
-                    reason="SKIPPED: needs arm-none-eabi-gcc/nm, make and qemu-system-arm for the "
-                           "QEMU mps2-an386 firmware run")
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 def test_firmware_reads_inputs_into_the_arena(tmp_path):
     model, shapes = two_input_model()
     p = tmp_path / "m.tflite"

@@ -6,21 +6,26 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_tools
 from eerie_c.errors import CompilerBug
 from eerie_c.verify.stack import ARM_EXTERNAL_STACK, parse_ci, stack_bound
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2"]
 ARM_M4 = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+# Each compiler must be on PATH: a missing one fails the test (require_tools), never skips it.
 TOOLCHAINS = [
-    pytest.param("gcc", STRICT, id="host",
-                 marks=pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")),
-    pytest.param("arm-none-eabi-gcc", STRICT + ARM_M4, id="cortex-m4",
-                 marks=pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
-                                          reason="no arm-none-eabi-gcc")),
-    pytest.param("arm-none-eabi-gcc", STRICT + ["-mcpu=cortex-m0", "-mthumb"], id="cortex-m0",
-                 marks=pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
-                                          reason="no arm-none-eabi-gcc")),
+    pytest.param("gcc", STRICT, id="host"),
+    pytest.param("arm-none-eabi-gcc", STRICT + ARM_M4, id="cortex-m4"),
+    pytest.param("arm-none-eabi-gcc", STRICT + ["-mcpu=cortex-m0", "-mthumb"], id="cortex-m0"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _compiler_on_path(request):
+    """A test parametrized by compiler fails (never skips) when that compiler is missing."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "cc" in callspec.params:
+        require_tools(callspec.params["cc"])
 
 
 def _host_x86_64() -> bool:
@@ -129,8 +134,7 @@ def test_bound_covers_hand_computed_chain(tmp_path, cc, flags):
     assert r["externals"] == {}
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
-def test_external_callee_allowance_arm(tmp_path):
+def test_external_callee_allowance_arm(tmp_path, cross_cc):
     src = """
 #include <math.h>
 __attribute__((noinline)) float act(float v) { volatile float t[4]; t[0] = v; return expf(t[0]); }
@@ -224,13 +228,6 @@ int32_t work(const int8_t *x) { return deep(x) + 1; }
 """
 
 
-@pytest.fixture
-def arm_tools():
-    """Fails (never skips) without the cross compiler: CI installs it (.ci/setup)."""
-    if shutil.which("arm-none-eabi-gcc") is None:
-        pytest.fail("needs arm-none-eabi-gcc on PATH (apt-get install gcc-arm-none-eabi)")
-
-
 def _program_cis(tmp_path, sources: dict[str, str], flags):
     from eerie_c.verify.stack import _compile_ci
     out = []
@@ -250,7 +247,7 @@ def _su_frames(tmp_path) -> dict[str, int]:
     return frames
 
 
-def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, arm_tools):
+def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, cross_cc):
     """Whole-firmware bound: call graphs of several files merged (entry in one file, callee and
     its static helper in another), plus the exception frame and the deepest handler."""
     from eerie_c.verify.stack import program_stack_bound
@@ -265,7 +262,7 @@ def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, arm_tools):
     assert r["stack_bound_bytes"] == thread + 104 + f["tick"]
 
 
-def test_program_bound_rejects_recursion_across_files(tmp_path, arm_tools):
+def test_program_bound_rejects_recursion_across_files(tmp_path, cross_cc):
     from eerie_c.verify.stack import program_stack_bound
     a = "int pong(int n);\nint ping(int n) { return n ? pong(n - 1) : 0; }\nvoid entry(void);\nvolatile int s;\nvoid entry(void) { s = ping(s); }\n"
     b = "int ping(int n);\nint pong(int n) { return n ? ping(n - 1) + 1 : 1; }\n"
