@@ -84,6 +84,61 @@ def test_unsupported_op_names_each_and_counts(tmp_path):
     assert not out.exists()
 
 
+def quant_scheme_model() -> bytes:
+    """Two CONV_2D with asymmetric int8 weights (zero point != 0), then DEQUANTIZE and a
+    FULLY_CONNECTED with float input and int8 weights (hybrid / dynamic-range quantization):
+    a valid TFLite file whose three problems are all quantization schemes eerie-c lacks."""
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    h = mb.input([1, 4, 4, 2], "int8", scale=0.05, zero_point=-3)
+    for k, zp in enumerate((3, -2)):
+        w = mb.const(rng.integers(-100, 100, (2, 3, 3, 2)), "int8", scale=[0.02, 0.03], zero_point=[zp, zp])
+        b = mb.const(rng.integers(-50, 50, (2,)), "int32", scale=[0.001, 0.0015], zero_point=[0, 0])
+        y = mb.tensor([1, 4, 4, 2], "int8", scale=0.1, zero_point=k)
+        mb.op("CONV_2D", [h, w, b], [y], "Conv2DOptions", padding=0, strideW=1, strideH=1)
+        h = y
+    f = mb.tensor([1, 4, 4, 2], "float32")
+    mb.op("DEQUANTIZE", [h], [f])
+    r = mb.tensor([1, 32], "float32")
+    mb.op("RESHAPE", [f, mb.const(np.array([1, 32]), "int32")], [r])
+    w = mb.const(rng.integers(-127, 128, (5, 32)), "int8", scale=[0.01], zero_point=[0])
+    y = mb.tensor([1, 5], "float32")
+    mb.op("FULLY_CONNECTED", [r, w, mb.const(rng.standard_normal(5), "float32")], [y], "FullyConnectedOptions")
+    mb.output(y)
+    return mb.build()
+
+
+def test_unsupported_quantization_schemes_in_one_line_with_counts(tmp_path):
+    path = tmp_path / "q.tflite"
+    path.write_bytes(quant_scheme_model())
+    out = tmp_path / "out"
+    p = eerie(path, "-o", out)
+    assert_clean_error(p, "unsupported quantization",
+                       "CONV_2D with asymmetric int8 weights (zero point != 0) x2 (ops 0, 1)",
+                       "FULLY_CONNECTED with hybrid/dynamic-range quantization (float32 input, int8 weights) "
+                       "x1 (op 4)")
+    # Hybrid is a valid TFLite scheme: unsupported, not a malformed file.
+    assert "malformed" not in p.stderr
+    assert not out.exists()
+
+
+def test_unsupported_ops_and_quantization_share_one_line(tmp_path):
+    """An unsupported op and an unsupported scheme in one model: both in the one line."""
+    mb = ModelBuilder()
+    x = mb.input([1, 8], "float32")
+    c = mb.tensor([1, 8], "float32")
+    mb.op("COS", [x], [c])
+    w = mb.const(np.ones((3, 8)), "int8", scale=[0.01], zero_point=[0])
+    y = mb.tensor([1, 3], "float32")
+    mb.op("FULLY_CONNECTED", [c, w], [y], "FullyConnectedOptions")
+    mb.output(y)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(mb.build())
+    assert_clean_error(eerie(path, "-o", tmp_path / "out"), "unsupported operator: COS x1 (op 0)",
+                       "unsupported quantization: FULLY_CONNECTED with hybrid")
+    assert not (tmp_path / "out").exists()
+
+
 def test_failed_compile_leaves_previous_output_untouched(models_dir, tmp_path):
     out = tmp_path / "out"
     assert eerie(models_dir / "ad01_int8.tflite", "-o", out, "--name", "m").returncode == 0

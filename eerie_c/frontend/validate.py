@@ -361,9 +361,13 @@ def _rank(op, g, tid, r, what):
 
 
 def _weights_dtypes(op, g, x, w, b, y):
-    """Float graphs are float throughout; int8 ones have int8 weights and int32 bias."""
+    """Float graphs are float throughout; int8 ones have int8 weights and int32 bias. A float
+    input with int8 weights (float bias and output) is TFLite's hybrid (dynamic-range) scheme:
+    a valid file, which check_supported reports as unsupported, not as malformed."""
     if x.dtype == "float32":
         want = {"weights": "float32", "bias": "float32", "output": "float32"}
+        if w.dtype in ("int8", "uint8"):
+            want["weights"] = w.dtype
     elif x.dtype == "int8":
         want = {"weights": "int8", "bias": "int32", "output": "int8"}
     else:

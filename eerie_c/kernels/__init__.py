@@ -177,25 +177,35 @@ def op_dtype(op: Op, g: Graph) -> str:
     return g.t(first).dtype if first is not None else g.t(op.outputs[0]).dtype
 
 
+def _items(problems: dict[str, list[int]]) -> str:
+    return "; ".join(
+        f"{k} x{len(v)} (op{'s' if len(v) > 1 else ''} {', '.join(map(str, v[:6]))}{', ...' if len(v) > 6 else ''})"
+        for k, v in sorted(problems.items()))
+
+
 def check_supported(g: Graph):
-    """One error line naming every unsupported (op, dtype), its count and op indices."""
+    """One error line naming every unsupported (op, dtype) and every unsupported quantization
+    scheme (op kind, reason), each with its count and op indices."""
+    from .quant_schemes import quant_problem
     load_all()
     problems: dict[str, list[int]] = {}
+    quant: dict[str, list[int]] = {}
     for op in g.ops:
         info = REGISTRY.get(op.kind)
         dt = op_dtype(op, g)
         if info is None:
-            key = f"{op.kind}"
+            problems.setdefault(f"{op.kind}", []).append(op.index)
         elif dt not in info.dtypes:
-            key = f"{op.kind} with {dt} tensors"
-        else:
-            continue
-        problems.setdefault(key, []).append(op.index)
+            problems.setdefault(f"{op.kind} with {dt} tensors", []).append(op.index)
+        elif (why := quant_problem(op, g)) is not None:
+            quant.setdefault(f"{op.kind} with {why}", []).append(op.index)
+    parts = []
     if problems:
-        items = "; ".join(
-            f"{k} x{len(v)} (op{'s' if len(v) > 1 else ''} {', '.join(map(str, v[:6]))}{', ...' if len(v) > 6 else ''})"
-            for k, v in sorted(problems.items()))
-        raise EerieError(f"unsupported operator: {items}")
+        parts.append(f"unsupported operator: {_items(problems)}")
+    if quant:
+        parts.append(f"unsupported quantization: {_items(quant)}")
+    if parts:
+        raise EerieError("; ".join(parts))
 
 
 def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx]:
