@@ -8,6 +8,8 @@ from conftest import assert_matches_tflm, random_inputs
 from eerie_c.errors import EerieError
 from tflite_builder import ACT, PAD, ModelBuilder
 
+from test_conv import assert_mostly_unsaturated, unsaturated_scale
+
 
 def out_size(padding, size, k, stride, dil):
     eff = (k - 1) * dil + 1
@@ -15,7 +17,8 @@ def out_size(padding, size, k, stride, dil):
 
 
 def dw_model(dtype, in_shape, mult, k, stride=(1, 1), padding="SAME", dil=(1, 1), act="NONE",
-             per_channel=True, bias=True, in_zp=-5, seed=0, w_channels=None, attr_mult=None):
+             per_channel=True, bias=True, in_zp=-5, seed=0, w_channels=None, attr_mult=None,
+             out_scale=0.12):
     rng = np.random.default_rng(seed)
     n, h, w_, c = in_shape
     kh, kw = k
@@ -34,7 +37,7 @@ def dw_model(dtype, in_shape, mult, k, stride=(1, 1), padding="SAME", dil=(1, 1)
             bscale = 0.05 * np.asarray(wscale, np.float32)
             ins.append(mb.const(rng.integers(-2000, 2000, oc), "int32", scale=bscale,
                                 zero_point=[0] * len(bscale), axis=0))
-        y = mb.tensor([n, oh, ow, oc], "int8", scale=0.12, zero_point=-2)
+        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=-2)
     else:
         x = mb.input(list(in_shape), "float32")
         w = mb.const(rng.standard_normal(wshape) * 0.3, "float32")
@@ -77,6 +80,18 @@ GEOMETRIES = [
 def test_depthwise_geometry(tmp_path, dtype, geom):
     in_shape, mult, k, stride, padding, dil = geom
     check(tmp_path, dtype, in_shape, mult, k, stride, padding, dil, act="RELU6")
+
+
+# The RELU6 geometry runs above saturate many int8 outputs; the same geometries with no
+# activation and a scale fitted to the accumulator range (a depthwise output sums kh*kw
+# products) compare real values.
+@pytest.mark.parametrize("geom", GEOMETRIES, ids=lambda g: f"{g[0]}-m{g[1]}-k{g[2]}-s{g[3]}-{g[4]}-d{g[5]}")
+def test_depthwise_geometry_int8_unsaturated(tmp_path, geom):
+    in_shape, mult, k, stride, padding, dil = geom
+    model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="NONE",
+                     out_scale=unsaturated_scale(k[0] * k[1]))
+    _, ref = assert_matches_tflm(model, [random_inputs(list(in_shape), "int8", 3, seed=2)], tmp_path)
+    assert_mostly_unsaturated(ref[0])
 
 
 @pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
