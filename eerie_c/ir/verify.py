@@ -63,6 +63,9 @@ def verify_graph(g: Graph, stage: str) -> Graph:
                 bug(f"{where} writes {tid}, which is already defined or constant")
             defined.add(tid)
     for tid in g.outputs:
+        # A dangling id is a different bug from an output no op writes: say which.
+        if tid not in g.tensors:
+            bug(f"graph output {tid} is not a tensor")
         if tid not in defined:
             bug(f"graph output {tid} is never produced")
     return g
