@@ -84,3 +84,10 @@ def test_skips_stay_skips_without_ci(tmp_path):
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert "1 passed" in out and "4 skipped" in out and "1 xfailed" in out, out
+
+
+def test_ci_entry_point_sets_ci():
+    """.ci/run must export CI before it runs pytest, or the rule above never applies in CI."""
+    lines = (TESTS.parent / ".ci" / "run").read_text().splitlines()
+    pytest_line = next(i for i, ln in enumerate(lines) if "pytest" in ln and not ln.startswith("#"))
+    assert any(ln.strip() == "export CI=1" for ln in lines[:pytest_line]), lines
