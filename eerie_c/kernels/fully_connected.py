@@ -29,6 +29,8 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
     consts = constant_channels(wabs, folded, mult, shift, y.zero_point)
     folded = np.where(wabs == 0, 0, folded)
     up, dp = round_up(units, 4), round_up(depth, 4)
+    if up // 4 > 65536 or dp // 4 > 65536:
+        return None   # the kernel's loops (and its proof) are bounded at 65536 blocks and groups
     fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(folded, wabs),
                                w.quant.per_channel, up, arrays=True, constants=consts)
     if fast is None or fast["rq_zp"] != 0:

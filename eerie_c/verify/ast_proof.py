@@ -31,9 +31,15 @@ and line):
   are known by interval arithmetic, so the trip count still has a compile-time maximum); K is
   a positive constant; the comparison may be the first operand of a `&&` chain
   (`i < B && other_condition`) or be written `B > i`.  The loop variable must be a local (or
-  parameter) of an integer type whose range holds every value it takes, and it must not be
-  assigned, incremented or have its address taken anywhere in the condition, the body or
-  the rest of the step.
+  parameter) of an integer type whose range holds every value it takes (names resolve by C
+  block scope), it must not be assigned, incremented or written by an asm output anywhere
+  in the condition, the body or the rest of the step, and its address must not be taken
+  anywhere in the function.  No local or parameter may reuse an enum constant's name.
+* only the compiler builtins in call_graph.ALLOWED_BUILTINS (pure, no memory or control
+  flow effects) may be called;
+* inline assembly obeys asm_check.py: no stack-pointer, program-counter, push/pop, trap or
+  directive, no branch or label except one counted-loop form whose counter a constant
+  bounds (`if (n > 0 && n <= B)` right before it).
 * `while` and `do` loops are rejected, except the `do { ... } while (0)` macro idiom.
   Loops that come from model control flow must be emitted with an explicit maximum trip
   count, as a bounded `for` over a trip counter that stops early on the real condition:
@@ -43,35 +49,83 @@ and line):
 
   (a comment would not survive the preprocessor, so the counter itself is the marker).
 
-The proof is split by job: c_parse.py preprocesses and parses the file (gcc -E -undef
--nostdinc with the stand-in headers in fake_include/, inline assembly checked and removed),
-c_intervals.py evaluates constant expressions and value intervals, c_checker.py walks the
-AST with the per-declaration and per-function checks, loop_bounds.py bounds the `for`
-loops and call_graph.py checks the callees and the absence of recursion.  This module is
-the entry point, `prove_c`.
+All of this holds for the file as preprocessed under one configuration (proof_config.py);
+`prove_configurations` proves each configuration the file is built under: the target
+compiler's own macros (the code that ships, DSP/MVE intrinsics and inline assembly
+included) and the portable one (no compiler macros).
+
+The proof is split by job: proof_config.py names the configurations, c_parse.py
+preprocesses (-nostdinc with the stand-in headers in fake_include/) and parses the file,
+asm_check.py reads and checks the inline assembly, c_intervals.py evaluates constant
+expressions and value intervals, c_checker.py walks the AST with the per-declaration and
+per-function checks, loop_bounds.py bounds the `for` loops and call_graph.py checks the
+callees and the absence of recursion.  This module is the entry point: `prove_c`,
+`prove_configurations`.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import CompilerBug
+from .asm_check import scan_asm
 from .c_checker import ALLOCATORS, FORBIDDEN_CALLS, CSourceChecker
-from .c_parse import FAKE_INCLUDE, parse, preprocess, strip_asm
+from .c_parse import FAKE_INCLUDE, parse, preprocess, shrink_tables
+from .proof_config import PORTABLE, ProofConfig, features
 
-__all__ = ["prove_c", "preprocess", "parse", "ALLOCATORS", "FORBIDDEN_CALLS", "FAKE_INCLUDE"]
+__all__ = ["prove_c", "prove_configurations", "preprocess", "parse", "ALLOCATORS",
+           "FORBIDDEN_CALLS", "FAKE_INCLUDE"]
 
 
 def prove_c(c_path: Path, include_dirs: list[Path], entry: str, defines: list[str] | None = None,
-            cpp: str = "gcc") -> dict:
-    """Prove the generated C file free of heap use, VLAs, recursion, function pointers and
-    unbounded loops. Raises CompilerBug on the first violation; returns a report dict."""
+            config: ProofConfig = PORTABLE, cache: dict | None = None) -> dict:
+    """Prove the generated C file, as preprocessed under `config` (plus `defines`), free of
+    heap use, VLAs, recursion, function pointers and unbounded loops.  Raises CompilerBug
+    on the first violation; returns a report dict.  `cache` memoises parsing (c_parse.parse)
+    across calls on the same file."""
     c_path = Path(c_path)
-    text = preprocess(c_path, [Path(d) for d in include_dirs], defines, cpp)
-    text, n_asm = strip_asm(text, c_path.name)
-    ast = parse(text, c_path)
-    ch = CSourceChecker(ast, c_path.name)
-    ch.run()
-    reach, depth, ext = ch.check_calls(entry)
-    return {"check": "c_ast", "ok": True, "entry": entry, "functions": len(ch.defined),
+    source = shrink_tables(c_path.read_text())
+    text = preprocess(c_path, [Path(d) for d in include_dirs], defines, config, source)
+    return _prove_text(text, c_path, entry, config, {} if cache is None else cache)
+
+
+def _prove_text(text: str, c_path: Path, entry: str, config: ProofConfig, cache: dict) -> dict:
+    text, asm = scan_asm(text)
+    ast = parse(text, c_path, cache)
+    ch = CSourceChecker(ast, c_path.name, asm)
+    try:
+        ch.run()
+        reach, depth, ext = ch.check_calls(entry)
+    except CompilerBug as e:   # name the configuration: a target branch may be the culprit
+        raise CompilerBug(f"{e} [preprocessed for {config.label}]") from e
+    return {"check": "c_ast", "ok": True, "entry": entry, "configuration": config.label,
+            "features": features(config), "functions": len(ch.defined),
             "reachable_functions": len(reach), "call_depth": depth, "loops": ch.loops,
-            "max_loop_trips": ch.max_trips, "arrays": ch.arrays, "asm_statements": n_asm,
-            "externals": ext}
+            "max_loop_trips": ch.max_trips, "arrays": ch.arrays,
+            "asm_statements": ch.asm_statements, "asm_loops": ch.asm_loops, "externals": ext}
+
+
+def prove_configurations(c_path: Path, include_dirs: list[Path], entry: str,
+                         configs: list[ProofConfig]) -> dict:
+    """prove_c under each configuration (proof_config.configurations); the figures of the
+    first (the target's) at the top, every configuration's under `per_configuration`."""
+    c_path = Path(c_path)
+    cache: dict = {}
+    done: dict[str, dict] = {}   # preprocessed text -> its result: identical text, same proof
+    results = []
+    # the weight tables shrunk once, before preprocessing (c_parse.shrink_tables)
+    source = shrink_tables(c_path.read_text())
+    for config in configs:
+        text = preprocess(c_path, [Path(d) for d in include_dirs], None, config, source)
+        r = done.get(text)
+        r = dict(r, configuration=config.label, features=features(config)) if r else \
+            _prove_text(text, c_path, entry, config, cache)
+        done.setdefault(text, r)
+        results.append(r)
+    out = dict(results[0])
+    del out["configuration"], out["features"]
+    out["configurations"] = [r["configuration"] for r in results]
+    out["per_configuration"] = {
+        r["configuration"]: {k: r[k] for k in ("features", "functions", "loops", "max_loop_trips",
+                                               "asm_statements", "asm_loops")}
+        for r in results}
+    return out

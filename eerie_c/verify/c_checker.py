@@ -2,8 +2,13 @@
 declaration and function body: no allocator or forbidden call, no variable-length array,
 every array size a positive compile-time constant, no function pointers, no goto, no
 `while`/`do` loop other than `do { ... } while (0)`.  `for` loops are handed to
-loop_bounds.py and the call graph it records to call_graph.py; each violation raises
-CompilerBug naming the function and line.
+loop_bounds.py, inline-assembly markers to asm_check.py and the call graph it records to
+call_graph.py; each violation raises CompilerBug naming the function and line.
+
+Local names are resolved with C's block scopes (a stack of scopes: function parameters,
+each compound statement, each `for` with its C99 declaration), so an inner declaration
+never stands for an outer variable of the same name.  A local may not reuse the name of an
+enum constant: bounds and array sizes read enum constants by name.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from pycparser import c_ast
 
 from ..errors import CompilerBug
 from .c_intervals import INT_RANGES, IntervalEval, type_name
+from .asm_check import LOOP_MARKER, MARKER, AsmChecks
 from .c_parse import from_fake_include, walk
 from .call_graph import CallGraphChecks
 from .loop_bounds import ForLoopBounds
@@ -37,11 +43,12 @@ def _where(node) -> str:
     return f"{Path(c.file).name}:{c.line}" if c is not None and c.file else "?"
 
 
-class CSourceChecker(ForLoopBounds, CallGraphChecks):
+class CSourceChecker(ForLoopBounds, CallGraphChecks, AsmChecks):
     """One pass over the AST: `run()` checks every declaration and function body and
-    records the call graph; `check_calls(entry)` then checks the graph."""
+    records the call graph; `check_calls(entry)` then checks the graph.  `asm` is the
+    list of inline-assembly statements the markers in the AST refer to (asm_check.py)."""
 
-    def __init__(self, ast: c_ast.FileAST, fname: str):
+    def __init__(self, ast: c_ast.FileAST, fname: str, asm: list | None = None):
         self.ast = ast
         self.fname = fname
         self.enums: dict[str, int] = {}
@@ -54,7 +61,19 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
         self.max_trips = 0
         self.arrays = 0
         self.fn = None                    # function being checked, for messages
-        self.locals: dict[str, c_ast.Node] = {}
+        self.scopes: list[dict[str, c_ast.Node]] = []   # innermost last
+        self.addr_taken: set[str] = set()  # names whose address the function takes
+        self.asm = asm or []
+        self.asm_guards: dict[int, tuple[str, int]] = {}
+        self.asm_statements = 0
+        self.asm_loops = 0
+
+    def lookup_local(self, name: str):
+        """The declaration `name` refers to at this point of the current function, or None."""
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
 
     def bug(self, node, msg: str):
         where = f"in function {self.fn}" if self.fn else "at file scope"
@@ -120,7 +139,9 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
 
     def check_decl(self, d: c_ast.Decl, is_local: bool):
         if d.name and is_local:
-            self.locals[d.name] = d
+            if d.name in self.enums:
+                self.bug(d, f"local {d.name!r} has the name of an enum constant")
+            self.scopes[-1][d.name] = d
         unsized_ok = "extern" in (d.storage or []) or d.init is not None
         self.check_type(d.type, d, f"{d.name!r}" if d.name else "declaration", unsized_ok,
                         top_fn=isinstance(d.type, c_ast.FuncDecl))
@@ -146,14 +167,18 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
 
     def check_function(self, fd: c_ast.FuncDef):
         self.fn = fd.decl.name
-        self.locals = {}
+        self.scopes = [{}]
         self.calls[self.fn] = []
         self.check_type(fd.decl.type, fd.decl, f"function {self.fn!r}", False, top_fn=True)
         ft = fd.decl.type
         for p in (ft.args.params if ft.args else []):
             if isinstance(p, c_ast.Decl) and p.name:
-                self.locals[p.name] = p
+                if p.name in self.enums:
+                    self.bug(p, f"parameter {p.name!r} has the name of an enum constant")
+                self.scopes[0][p.name] = p
+        self.addr_taken = _addresses_taken(fd.body)
         self.visit(fd.body, {})
+        self.scopes = []
         self.fn = None
 
     def visit(self, n, env: dict[str, tuple[int, int]], callee_pos: bool = False):
@@ -180,8 +205,10 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
             return
         if isinstance(n, c_ast.Compound):
             block_env = dict(env)   # declarations extend it for the rest of this block only
+            self.scopes.append({})
             for item in n.block_items or []:
                 self.visit(item, block_env)
+            self.scopes.pop()
             return
         if isinstance(n, c_ast.Typedef):
             self.check_type(n.type, n, f"typedef {n.name!r}", unsized_ok=False)
@@ -193,14 +220,20 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
             if not isinstance(n.name, c_ast.ID):
                 self.bug(n, "call through an expression (a function pointer), not a named function")
             name = n.name.name
-            if name in self.locals:
+            if self.fn is None:
+                self.bug(n, f"calls {name} outside any function")
+            if name in (MARKER, LOOP_MARKER):
+                self.check_asm_call(n)
+                self.visit(n.args, env)
+                return
+            if self.lookup_local(name) is not None:
                 self.bug(n, f"call through the variable {name!r} (a function pointer)")
             self.check_name(n, name)
             self.calls[self.fn].append((name, n))
             self.visit(n.args, env)
             return
         if isinstance(n, c_ast.ID):
-            if n.name not in self.locals:
+            if self.lookup_local(n.name) is None:
                 self.check_name(n, n.name)
                 if n.name in self.defined or n.name in self.declared_fns:
                     self.bug(n, f"uses function {n.name} as a value (a function pointer)")
@@ -215,8 +248,12 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
             self.bug(n, f"{kind} loop has no compile-time maximum trip count (emit "
                         "`for (trip = 0; trip < MAX_TRIPS && (cond); ++trip)` instead)")
         if isinstance(n, c_ast.For):
+            self.scopes.append({})   # the C99 declaration in the init is the loop's own
             self.check_for(n, env)
+            self.scopes.pop()
             return
+        if isinstance(n, c_ast.If):
+            self.note_asm_guard(n, env)
         for _, child in n.children():
             self.visit(child, env)
 
@@ -225,3 +262,10 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks):
             self.bug(node, f"calls allocator {name} (model code must not allocate memory)")
         if name in FORBIDDEN_CALLS:
             self.bug(node, f"calls {name} (non-local control flow or callbacks are not allowed)")
+
+
+def _addresses_taken(body) -> set[str]:
+    """Names `&name` is applied to anywhere in `body` (by name, whatever the scope: a loop
+    counter with one could be changed through a pointer)."""
+    return {n.expr.name for n in walk(body)
+            if isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID)}

@@ -2,11 +2,21 @@
 or declared by the verifier's stand-in headers (fake_include/), and the call graph over the
 functions defined in the file has no cycle, so there is no recursion (a cycle is reported as
 `f -> g -> f`).
+
+Compiler builtins are not a loophole: only the few in ALLOWED_BUILTINS may be called, each
+a pure function of its arguments that compiles to a handful of instructions (or a libgcc
+helper the stack bound sees in gcc's call graph).  __builtin_alloca, __builtin_stack_save,
+__builtin_frame_address, __builtin_apply, __builtin_longjmp and the rest are rejected.
 """
 from __future__ import annotations
 
 from ..errors import CompilerBug
 from .c_parse import FAKE_INCLUDE
+
+ALLOWED_BUILTINS = frozenset({
+    "__builtin_expect", "__builtin_clz", "__builtin_ctz", "__builtin_clrsb",
+    "__builtin_popcount", "__builtin_bswap16", "__builtin_bswap32",
+})
 
 
 class CallGraphChecks:
@@ -25,8 +35,11 @@ class CallGraphChecks:
             for name, node in calls:
                 if name in self.defined or name in self.lib_fns:
                     continue
-                if name.startswith("__builtin_"):
+                if name in ALLOWED_BUILTINS:
                     continue
+                if name.startswith("__builtin_"):
+                    self.bug(node, f"calls {name}, a compiler builtin outside the allow-list "
+                                   f"({', '.join(sorted(ALLOWED_BUILTINS))})")
                 self.bug(node, f"calls {name}, which is neither defined in the model C nor a known "
                                f"library function (see {FAKE_INCLUDE.name}/)")
         self.fn = None

@@ -5,8 +5,11 @@ A loop is accepted when one comparison in its condition (`i < B`, `B > i`, or th
 operand of a `&&` chain) pits a local integer variable against a bound whose value interval
 is known, the variable is initialised in the for statement from a known interval and
 stepped by a nonzero constant in the matching direction, its type holds every value it
-takes, and nothing else in the loop assigns it, steps it or takes its address.  The body is
-then checked with the variable's value interval known, so nested loops may be bounded by it.
+takes, and nothing else in the loop assigns it, steps it or takes its address.  Nor may its
+address be taken anywhere else in the function (a pointer could change it inside the loop).
+The variable is looked up in the enclosing block scopes, so a same-named variable declared
+in another block is never mistaken for it.  The body is then checked with the variable's
+value interval known, so nested loops may be bounded by it.
 """
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ class ForLoopBounds:
     """The loop checks of the C-source checker (c_checker.CSourceChecker), kept here as a mixin.
 
     The host class provides: `bug(node, msg)` (raises), `visit(node, env)`,
-    `check_decl(decl, is_local)`, `locals` (name -> Decl of the current function), `ev`
-    (an IntervalEval) and the counters `loops` and `max_trips`.
+    `check_decl(decl, is_local)`, `lookup_local(name)` (the Decl a name refers to here),
+    `addr_taken` (names whose address the function takes), `ev` (an IntervalEval) and the
+    counters `loops` and `max_trips`.
     """
 
     def check_for(self, n: c_ast.For, env):
@@ -63,7 +67,7 @@ class ForLoopBounds:
         """(value interval of `var` in the body, maximum trip count) if `var op bound_e`
         bounds loop `n`, else the reason it does not (a string)."""
         inc = op in ("<", "<=")
-        d = self.locals.get(var)
+        d = self.lookup_local(var)
         if d is None:
             return f"loop variable {var!r} is not a local variable"
         tname = type_name(d)
@@ -111,6 +115,9 @@ class ForLoopBounds:
                 m = _modifies(e, var)
                 if m is not None:
                     self.bug(m, f"loop variable {var!r} is modified twice in the loop step")
+        if var in self.addr_taken:
+            return (f"the address of loop variable {var!r} is taken in this function, so it "
+                    f"could be changed through a pointer")
         return body, trips
 
 

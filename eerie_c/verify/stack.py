@@ -12,6 +12,11 @@ Rules:
 * any frame that is not `static` (a VLA or alloca survived, or the frame size depends on
   run-time values) is a CompilerBug naming the function and its source line;
 * an indirect call or a cycle in the call graph is a CompilerBug;
+* so is any call to an external allocator (malloc, _malloc_r, alloca, ...) or other
+  forbidden function (setjmp, longjmp, exit, ...; see c_checker.py), whether the compiler's
+  call graph has it as an edge or only the object's undefined symbols show it: the C-source
+  proof rejects these by name, and this is the same rule on the code the compiler emitted
+  (a firmware image, program_stack_bound, is held to the allocator part);
 * the bound is the maximum, over call paths from `entry`, of the sum of the frames along
   the path, plus the allowance of an external function called at the end of it.
 
@@ -50,6 +55,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import CompilerBug, EerieError
+from .c_checker import ALLOCATORS, FORBIDDEN_CALLS
 
 ARM_EXTERNAL_STACK = {
     # string.h
@@ -199,9 +205,10 @@ def _allowance_for(arm: bool):
     return allowance
 
 
-def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int):
+def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int,
+             forbidden: frozenset = ALLOCATORS | FORBIDDEN_CALLS):
     """Worst-case depth of `entry` over the call graph: (bytes, path, depth per function,
-    externals charged). Raises CompilerBug on recursion."""
+    externals charged). Raises CompilerBug on recursion or a call to a `forbidden` external."""
     externals: dict[str, int] = {}
     depth: dict[str, tuple[int, list[str]]] = {}
     state: dict[str, int] = {}
@@ -213,9 +220,13 @@ def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int):
             raise CompilerBug(f"stack bound: recursion through {_base(f)} ({funcs[f]['where']})")
         state[f] = 1
         best, best_path = 0, []
-        for dst, _ in edges.get(f, []):
+        for dst, where in edges.get(f, []):
             if dst in funcs:
                 d, path = walk(dst)
+            elif dst in forbidden:
+                raise CompilerBug(f"stack bound: function {_base(f)} calls {dst} "
+                                  f"({where or funcs[f]['where']}): an allocator or forbidden "
+                                  f"function is in the compiled code")
             else:
                 externals[dst] = allowance(dst)
                 d, path = externals[dst], [dst]
@@ -257,6 +268,10 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
     # largest once on top of the deepest path, since any function on it may call it.
     attributed = {d for outs in edges.values() for d, _ in outs} | set(funcs)
     unattributed = sorted((undefined or set()) - attributed)
+    bad = [n for n in unattributed if n in ALLOCATORS | FORBIDDEN_CALLS]
+    if bad:
+        raise CompilerBug(f"stack bound: {c_path.name} references {', '.join(bad)} (an allocator "
+                          f"or forbidden function) in the compiled code")
     extra = max((allowance(n) for n in unattributed), default=0)
     for n in unattributed:
         externals[n] = allowance(n)
@@ -311,10 +326,10 @@ def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
     for f in [entry, *handlers]:
         if f not in funcs:
             raise CompilerBug(f"stack bound: {f} is not in the firmware's call graph")
-    thread, path, _, externals = _deepest(funcs, edges, entry, allowance, 0)
+    thread, path, _, externals = _deepest(funcs, edges, entry, allowance, 0, ALLOCATORS)
     handler, handler_path = 0, []
     for h in handlers:
-        d, hp, _, ext = _deepest(funcs, edges, h, allowance, 0)
+        d, hp, _, ext = _deepest(funcs, edges, h, allowance, 0, ALLOCATORS)
         externals.update(ext)
         if d > handler:
             handler, handler_path = d, hp
