@@ -1,10 +1,9 @@
 """Lowerings of PyTorch elementwise ops: unary activations and math, clamp / hardtanh / relu6,
 binary arithmetic (with alpha, division by a constant as a multiply), comparisons and logical
-ops, where, pow with small constant exponents, and dtype casts.
+ops, where, and dtype casts (powers: torch_lower_pow.py).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ..errors import EerieError
 from .torch_lowerer import LOWERINGS, Act, _Lowerer, lowers
@@ -20,7 +19,7 @@ def _unary(kind, attrs=None):
 for _name, _kind in [("relu", "RELU"), ("sigmoid", "LOGISTIC"), ("tanh", "TANH"), ("abs", "ABS"),
                      ("neg", "NEG"), ("exp", "EXP"), ("log", "LOG"), ("sqrt", "SQRT"),
                      ("rsqrt", "RSQRT"), ("floor", "FLOOR"), ("ceil", "CEIL"), ("round", "ROUND"),
-                     ("logical_not", "LOGICAL_NOT"), ("hardswish", "HARD_SWISH"), ("elu", "ELU")]:
+                     ("hardswish", "HARD_SWISH"), ("elu", "ELU")]:
     LOWERINGS[_name] = _unary(_kind)
 
 
@@ -115,9 +114,36 @@ def _compare(kind):
 
 
 for _name, _kind in [("eq", "EQUAL"), ("ne", "NOT_EQUAL"), ("lt", "LESS"), ("le", "LESS_EQUAL"),
-                     ("gt", "GREATER"), ("ge", "GREATER_EQUAL"), ("logical_and", "LOGICAL_AND"),
-                     ("logical_or", "LOGICAL_OR")]:
+                     ("gt", "GREATER"), ("ge", "GREATER_EQUAL")]:
     LOWERINGS[_name] = _compare(_kind)
+
+
+def _as_bool(L, v, like):
+    """A logical op's operand: bools as they are, anything else `!= 0` (torch's truth)."""
+    v = L.act_of(v, like)
+    t = L.tensors[v.tid if isinstance(v, Act) else v]
+    if t.dtype == "bool":
+        return v
+    return L.op("NOT_EQUAL", [v, L.act_of(0, v if isinstance(v, Act) else None)], t.shape, "bool")
+
+
+def _logical(kind):
+    def fn(L: _Lowerer, node, a, b):
+        like = a if isinstance(a, Act) else b
+        # xor of two bools is their inequality
+        return L.op(kind, [_as_bool(L, a, like), _as_bool(L, b, like)], L.meta_shape(), "bool")
+    return fn
+
+
+for _name, _kind in [("logical_and", "LOGICAL_AND"), ("logical_or", "LOGICAL_OR"),
+                     ("logical_xor", "NOT_EQUAL")]:
+    LOWERINGS[_name] = _logical(_kind)
+
+
+@lowers("logical_not")
+def _logical_not(L, node, x):
+    x = _as_bool(L, L.ensure_act(x, node.name), None)
+    return L.op("LOGICAL_NOT", [x], L.t(x).shape, "bool")
 
 
 def _bitwise(kind):
@@ -144,27 +170,6 @@ def _where(L, node, c, a, b):
         c = L.const(c, "bool")
     del like
     return L.op("SELECT_V2", [c, *ops], L.meta_shape(), dt)
-
-
-@lowers("pow")
-def _pow(L, node, x, e):
-    if isinstance(x, Act) and not isinstance(e, Act):
-        e = float(e)
-        if e == 2.0:
-            return L.op("SQUARE", [x], L.t(x).shape, "float32")
-        if e == 1.0:
-            return x
-        if e == 0.5:
-            return L.op("SQRT", [x], L.t(x).shape, "float32")
-        if e == -0.5:
-            return L.op("RSQRT", [x], L.t(x).shape, "float32")
-        if e == 3.0:
-            sq = L.op("SQUARE", [x], L.t(x).shape, "float32")
-            return L.op("MUL", [sq, x], L.t(x).shape, "float32", {"fused_activation_function": "NONE"})
-        if e == -1.0:
-            one = L.const(np.array(1.0, np.float32), "float32", "one")
-            return L.op("DIV", [one, x], L.t(x).shape, "float32", {"fused_activation_function": "NONE"})
-    raise EerieError(f"{node.name}: pow with exponent {e} is not supported (2, 3, 0.5, -0.5, -1 are)")
 
 
 @lowers("_to_copy")

@@ -1,5 +1,6 @@
 """Lowerings of PyTorch pooling: max_pool2d, avg_pool2d (ceil_mode, count_include_pad) and
-adaptive_avg_pool2d -> MAX_POOL_2D / AVERAGE_POOL_2D / MEAN, each NHWC between transposes.
+adaptive_avg_pool2d (any output size) -> MAX_POOL_2D / AVERAGE_POOL_2D / MEAN, each NHWC between
+transposes (an adaptive pool with uneven windows: two averaging matrix products).
 
 Where torch's windows are not TFLite's SAME or VALID ones, the input is padded explicitly and
 an average is corrected by a constant per-position factor.
@@ -150,11 +151,50 @@ def _adaptive_avg(L, node, x, output_size):
     if (oh, ow) == (1, 1):
         return L.op("MEAN", [x, L.const(np.array([2, 3], np.int32), "int32", "axes")], L.meta_shape(),
                     "float32", {"keep_dims": True})
-    if h % oh or w % ow:
-        raise EerieError(f"{what}: input {h}x{w} is not a multiple of the output {oh}x{ow}")
+    wins_h, wins_w = _adaptive_windows(h, oh), _adaptive_windows(w, ow)
+    geo_h, geo_w = _uniform(wins_h), _uniform(wins_w)
+    if geo_h is None or geo_w is None:
+        return _adaptive_by_matrices(L, x, wins_h, wins_w)
+    # Windows of one size at a fixed stride (any exact divisor, also e.g. 7 -> 2 or 7 -> 3,
+    # whose windows overlap): an ordinary average pool.
     xn = _nchw_in(L, x, what)
-    k = [h // oh, w // ow]
+    (kh, sh), (kw, sw) = geo_h, geo_w
     y = L.op("AVERAGE_POOL_2D", [xn], (L.t(xn).shape[0], oh, ow, c), "float32",
-             {"padding": "VALID", "stride_h": k[0], "stride_w": k[1], "filter_height": k[0],
-              "filter_width": k[1], "fused_activation_function": "NONE"})
+             {"padding": "VALID", "stride_h": sh, "stride_w": sw, "filter_height": kh,
+              "filter_width": kw, "fused_activation_function": "NONE"})
     return _nchw_out(L, y)
+
+
+def _adaptive_windows(n: int, o: int) -> list[tuple[int, int]]:
+    """torch's adaptive pooling windows along one axis: [floor(i*n/o), ceil((i+1)*n/o))."""
+    return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
+
+
+def _uniform(wins):
+    """(size, stride) when every window has one size and they start a fixed stride apart."""
+    sizes = {e - s for s, e in wins}
+    steps = {b[0] - a[0] for a, b in zip(wins, wins[1:])}
+    if len(sizes) != 1 or len(steps) > 1:
+        return None
+    return sizes.pop(), (steps.pop() if steps else 1)
+
+
+def _adaptive_by_matrices(L, x, wins_h, wins_w):
+    """Windows of different sizes (e.g. 5 -> 3): the pool is separable, so it is two products
+    with constant averaging matrices, over W and then over H (FULLY_CONNECTED on NCHW)."""
+    n, c, h, w = L.t(x).shape
+
+    def avg_matrix(wins, size):
+        m = np.zeros((len(wins), size), np.float32)
+        for i, (s, e) in enumerate(wins):
+            m[i, s:e] = 1.0 / (e - s)
+        return m
+
+    def over_last(v, m):
+        shape = tuple(L.t(v).shape[:-1]) + (m.shape[0],)
+        return L.op("FULLY_CONNECTED", [v, L.const(m, "float32", "avg_weights"), None], shape, "float32",
+                    {"fused_activation_function": "NONE", "keep_num_dims": True})
+
+    y = over_last(x, avg_matrix(wins_w, w))                      # [N, C, H, ow]
+    y = over_last(L.transpose(y, [0, 1, 3, 2]), avg_matrix(wins_h, h))   # [N, C, ow, oh]
+    return L.transpose(y, [0, 1, 3, 2])

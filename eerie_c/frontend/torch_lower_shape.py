@@ -15,6 +15,13 @@ def _identity(L, node, x, *rest, **kw):
     return x
 
 
+@lowers("_assert_tensor_metadata")
+def _assert_metadata(L, node, *args, **kw):
+    """torch.export puts one before every dtype cast (`.float()`, `.to(...)`): a check of
+    what the trace already established, nothing to compute."""
+    return None
+
+
 @lowers("view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten")
 def _view(L, node, x, *rest, **kw):
     return L.reshape(L.ensure_act(x, node.name), L.meta_shape())

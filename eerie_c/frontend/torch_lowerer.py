@@ -85,7 +85,7 @@ def lowers(*names):
 def registered_lowerings() -> dict:
     """LOWERINGS with every module that registers lowerings imported."""
     from . import (torch_batch, torch_lower_elementwise, torch_lower_nn,  # noqa: F401
-                   torch_lower_pool, torch_lower_reduce, torch_lower_shape)
+                   torch_lower_pool, torch_lower_pow, torch_lower_reduce, torch_lower_shape)
     return LOWERINGS
 
 

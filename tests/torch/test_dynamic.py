@@ -52,7 +52,7 @@ def compare(m, shape, sizes, seed=0):
             ref = m(torch.tensor(x)).numpy()
             assert y.shape == ref.shape
             if ref.size:
-                assert np.abs(y - ref).max() <= 1e-5 * max(1.0, np.abs(ref).max())
+                assert np.abs(y - ref).max() <= 1e-5
     return report
 
 
@@ -160,7 +160,7 @@ def compare_seq(m, inferences, example, dyn, **kw):
                 r = r.numpy()
                 assert g.shape == r.shape, (g.shape, r.shape)
                 if r.size:
-                    assert np.abs(g - r).max() <= 1e-5 * max(1.0, float(np.abs(r).max()))
+                    assert np.abs(g - r).max() <= 1e-5
     return outs, report
 
 
@@ -284,7 +284,7 @@ def test_pt2_with_a_dynamic_dim_runs_from_the_cli(tmp_path):
     for o, r in zip(outs, refs):
         got = np.load(o)
         assert got.shape == tuple(r.shape)
-        assert np.abs(got - r.numpy()).max() <= 1e-5 * max(1.0, float(r.abs().max()))
+        assert np.abs(got - r.numpy()).max() <= 1e-5
 
 
 def _repo_env():

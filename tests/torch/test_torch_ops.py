@@ -1,4 +1,4 @@
-"""More ATen ops vs eager (float32, within 1e-5 of the output range): transposed convolution
+"""More ATen ops vs eager (float32, max abs difference 1e-5): transposed convolution
 (1-D and 2-D, strides, padding, output_padding, with and without bias) lowered to
 TRANSPOSE_CONV plus a crop; products of two computed tensors (mm, bmm, matmul with broadcast
 batch dims, attention, also over a dynamic sequence) lowered to BATCH_MATMUL; max/avg pooling
@@ -10,6 +10,7 @@ import torch  # noqa: E402
 nn = torch.nn
 F = nn.functional
 
+import eerie_c  # noqa: E402
 from test_torch_models import check  # noqa: E402
 
 
@@ -158,3 +159,75 @@ def test_max_pool_ceil_mode(k, s, p, ceil):
 def test_avg_pool_ceil_mode_and_count_include_pad(k, s, p, ceil, incl):
     torch.manual_seed(8)
     check(Pool("avg", k, s, p, ceil, incl), torch.randn(2, 3, 7, 8))
+
+
+# ---- elementwise math, comparisons, logic, casts, powers and constants (one compile) ----------
+
+class MathOps(nn.Module):
+    """Every op here is pointwise on x, y [3, 8]; pow inputs are kept in ranges where float32
+    error stays below 1e-5 absolute."""
+    def forward(self, x, y):
+        c = x.clamp(-1.5, 1.5)
+        p = x.abs() + 0.5
+        s = torch.where(x < 0, -p, p)                # negative bases, |s| >= 0.5
+        q = y.clamp(-2.0, 2.0)
+        logic = torch.stack([
+            ((x.round() == y.round()) | (x != 0.5)).float(), torch.where(x <= y, x, y),
+            torch.where(x >= 0.2, 1.0, 0.0), torch.logical_and(x > 0, y > 0).float(),
+            torch.logical_or(x > 0, y < 0).float(), torch.logical_not(x > 0).float(),
+            torch.logical_xor(x > 0, y > 0).float(), torch.logical_xor(x.round(), y > 0).float()])
+        arith = torch.stack([
+            torch.log(x.abs() + 0.1), x / (y.abs() + 0.5), 1 / p, 3.0 / p,
+            F.hardtanh(x, -0.3, 0.7), F.hardtanh(x, -2.0, 2.0), F.hardswish(x),
+            x + torch.ones(8) * 2 + torch.full((8,), 0.5) - torch.zeros(8), torch.full_like(x, 3.0) * x,
+            (x > 0).float() * x])
+        powers = torch.stack([
+            c ** 4, c ** 5, p ** -2, p ** -3, x ** 0, p ** 1.5, p ** -1.5, p ** 0.5, p ** q,
+            s ** q.round(), 2.0 ** q, (-2.0) ** q.round(), (-2.0) ** q, x ** 1.5])
+        return logic, arith, powers, x.to(torch.int32), (y > 0).to(torch.int32) + 1
+
+
+def test_math_logic_casts_and_powers():
+    """Casts insert aten._assert_tensor_metadata (a no-op); 1 / x exports as reciprocal;
+    x ** 1.5 and (-2) ** q are NaN where the base is negative and the exponent not an integer,
+    as in torch (check() compares NaN positions too)."""
+    torch.manual_seed(10)
+    check(MathOps(), torch.randn(3, 8), torch.randn(3, 8), n=3)
+
+
+# ---- nn ops: depthwise (multiplier 1 and 2), adaptive pools, batch norm after linear ----------
+
+class NNOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw1 = nn.Conv2d(4, 4, 3, groups=4, padding=1)           # depth multiplier 1
+        self.dw2 = nn.Conv2d(4, 8, 3, groups=4, bias=False)           # depth multiplier 2
+        self.fc = nn.Linear(4 * 9, 6)
+        self.bn = nn.BatchNorm1d(6)
+
+    def forward(self, x):                                             # x [2, 4, 7, 7]
+        a = F.hardswish(self.dw1(x))
+        b = self.dw2(a)                                               # [2, 8, 5, 5]
+        pools = (F.adaptive_avg_pool2d(a, 2), F.adaptive_avg_pool2d(a, 3),   # 7->2, 7->3: overlap
+                 F.adaptive_avg_pool2d(a, (5, 3)), F.adaptive_avg_pool2d(b, (1, 2)))   # 7->5: uneven
+        return (*pools, self.bn(self.fc(F.adaptive_avg_pool2d(a, 3).flatten(1))))
+
+
+def test_depthwise_adaptive_pool_and_linear_batch_norm():
+    from test_torch_models import randomize_bn
+    torch.manual_seed(11)
+    check(randomize_bn(NNOps()), torch.randn(2, 4, 7, 7))
+
+
+def test_batch_norm_folds_into_linear():
+    from test_torch_models import randomize_bn
+
+    class LinBN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.bn = nn.Linear(5, 4), nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            return self.bn(self.fc(x))
+    res = eerie_c.compile(randomize_bn(LinBN()).eval(), (torch.randn(3, 5),))
+    assert [op.kind for op in res.graph.ops] == ["FULLY_CONNECTED"]
