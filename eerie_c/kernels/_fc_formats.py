@@ -5,9 +5,10 @@ Formats (layouts and proofs: _fc_pack.py; kernels: templates/helpers/fc_dsp*.c.j
 * "s8":   int8 bytes, 4 rows per block (fc_dsp): 21 instructions per 16 MACs;
 * "mix":  int8 rows mixed in pairs (fc_dsp_mix): 17 per 16 MACs, same bytes as s8;
 * "p4":   4-bit fields, 4 rows per block (fc_dsp_p4): 18 per 16 MACs, half the bytes,
-          plus a correction list entry (2 B, ~7 instructions) per weight outside [-8, 8);
+          plus a correction entry (2 B, ~6.6 instructions) per weight outside [-8, 8);
 * "p556": 5/5/6-bit fields, 3 rows per block (fc_dsp_p556): 14 per 12 MACs, 2/3 of the
-          bytes, plus corrections for weights outside [-16, 16) (rows 0, 1) or [-32, 32) (row 2).
+          bytes, plus corrections for weights outside [-16, 16) (rows 0, 1) or [-32, 32) (row 2;
+          rows are reordered so the third of them with most to gain get the 6-bit field).
 
 The rule: the int8 format is "mix" when its bounds hold, else "s8". A packed format replaces
 it when it saves at least MIN_SAVED_BYTES of flash and at least BYTES_PER_INSTRUCTION bytes
@@ -33,14 +34,15 @@ FORCE: str | None = None
 MIN_SAVED_BYTES = 2048
 BYTES_PER_INSTRUCTION = 0.25
 
-# Instruction estimates per call (one batch row), measured on the Cortex-M4 (QEMU icount):
-# inner loops per group of 4 inputs (including the loop's share of SUBS/BNE), the per-block
-# cost of starting the block and requantizing/storing it, a correction list's fixed cost
-# per row and its cost per entry, the input sum of the packed formats per group.
+# Instruction estimates per call (one batch row), fitted to per-layer counts on the
+# Cortex-M4 (bench/profile_layers.py ad01_int8: within 1% on its large layers, 5% on the
+# small ones): the inner loop per group of 4 inputs and block of rows (with the loop's
+# share of SUBS/BNE), the rest of a block (bias, requantization, stores; for the packed
+# formats also each row's correction-list set-up), each correction entry, and the input
+# sum of the packed formats per group.
 PER_GROUP = {"s8": 21.5, "mix": 17.5, "p4": 18.5, "p556": 14.5}
-PER_BLOCK = {"s8": 40, "mix": 44, "p4": 60, "p556": 48}
-PER_ROW_FIX = 4
-PER_ENTRY = 7
+PER_BLOCK = {"s8": 63, "mix": 67, "p4": 130, "p556": 124}
+PER_ENTRY = 6.6
 SUM_PER_GROUP = 5
 
 
@@ -50,15 +52,18 @@ def estimate_instructions(enc: dict, batches: int) -> int:
     groups, blocks = enc["dp"] // 4, enc["up"] // enc["rows"]
     per_row = blocks * (groups * PER_GROUP[fmt] + PER_BLOCK[fmt])
     if fmt in ("p4", "p556"):
-        per_row += groups * SUM_PER_GROUP + enc["up"] * PER_ROW_FIX + enc["outliers"] * PER_ENTRY
+        per_row += groups * SUM_PER_GROUP + enc["outliers"] * PER_ENTRY
     return int(round(batches * per_row))
 
 
 def flash_bytes(enc: dict) -> int:
-    """Bytes of the layer's format-dependent constants: weights, correction lists, bias."""
+    """Bytes of the layer's format-dependent constants: weights, correction lists, row
+    order, bias."""
     n = 4 * enc["weights"].size + 4 * enc["up"]
     if "fix" in enc:
         n += 2 * enc["fix_n"].size + 2 * max(1, enc["fix"].size)
+    if "perm" in enc:
+        n += 2 * enc["perm"].size
     return n
 
 

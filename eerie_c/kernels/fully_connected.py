@@ -42,6 +42,11 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
         enc = encode_s8(wdata)
     else:
         enc = choose(wdata, folded, batches)
+    if "perm" in enc:   # rows reordered: per-channel constants follow, the kernel stores via perm
+        p = enc["perm"].astype(np.int64)
+        folded, wabs, mult, shift = folded[p], wabs[p], mult[p], shift[p]
+        where = {int(r): i for i, r in enumerate(p)}
+        consts = {where[c]: value for c, value in consts.items()}
     up, dp = enc["up"], enc["dp"]
     fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(folded, wabs),
                                w.quant.per_channel, up, arrays=True, constants=consts)
@@ -58,6 +63,8 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
     if "fix" in enc:
         v["fix_n"] = ctx.const(enc["fix_n"], "uint16_t", "fix_n",
                                "weights outside their field, per row (fix entries)")
+        if "perm" in enc:
+            v["perm"] = ctx.const(enc["perm"], "uint16_t", "perm", "output row of each stored row")
         v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, np.int16), "int16_t",
                              "fix", "column | k << 11: weight = field + k * 2^bits")
     v["act_min"], v["act_max"] = activation_range_int(act, y)
