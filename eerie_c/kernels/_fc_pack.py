@@ -46,8 +46,9 @@ def lane_words(h: np.ndarray) -> np.ndarray:
 
 
 def encode_mix(w: np.ndarray, bias: np.ndarray) -> dict | None:
-    """Two rows per halfword; None when a lane leaves int16 or a pair's mixed sum could
-    reach 2^31 (its difference is 256 times row B's sum only while nothing wraps)."""
+    """Two rows per halfword; None when a lane leaves int16, or a pair's mixed sum or
+    256 times row B's sum could reach 2^31 (the kernel's m - a is 256 S_B only while
+    nothing wraps)."""
     units, depth = w.shape
     up, dp = round_up(units, 4), round_up(depth, 4)
     wp = pad_to(w, (up, dp))
@@ -57,6 +58,8 @@ def encode_mix(w: np.ndarray, bias: np.ndarray) -> dict | None:
     bias_a = np.abs(pad_to(bias, (up,))[0::2])
     if int(np.max(bias_a + XMAX * np.abs(h).sum(axis=1), initial=0)) >= LIMIT:
         return None
+    if int(np.max(XMAX * 256 * np.abs(wp[1::2]).sum(axis=1), initial=0)) >= LIMIT:
+        return None   # m - a = 256 * S_B itself must fit int32
     words = lane_words(h).reshape(up // 4, 2, dp // 4, 2).transpose(0, 2, 1, 3)   # [blk][grp][pair][2]
     parts = [words.reshape(-1)]
     if units % 4 in (1, 2):   # the last block's second pair is all padding: not stored

@@ -171,6 +171,13 @@ def test_bounds_fall_back():
     w = np.full((2, 1024), 127, np.int64)
     assert _fc_pack.encode("mix", w, zero[:2]) is None
     assert _fc_pack.encode("mix", w[:, :256], zero[:2]) is not None
+    # mix: the mixed sums fit (row A's weights cancel a little of row B's) but 256 S_B does not
+    w = np.zeros((2, 520), np.int64)
+    w[1, :516], w[1, 516], w[0, 0] = 127, 4, -1          # sum |w_B| = 65536: 128 * 256 * it = 2^31
+    assert 128 * np.abs(256 * w[1] + w[0]).sum() < 2 ** 31
+    assert _fc_pack.encode("mix", w, zero[:2]) is None
+    w[1, 516] = 3
+    assert _fc_pack.encode("mix", w, zero[:2]) is not None
     # packed: the mixed word sums reach 2^31 (every lane -32768)
     w = np.tile(np.array([[-16], [-16], [-32]], np.int64), (1, 600))   # row 2 takes the 6 bits
     assert _fc_pack.encode("p556", w, zero[:3]) is None
