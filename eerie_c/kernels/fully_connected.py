@@ -3,23 +3,33 @@
 int8 (TFLM scheme): the input zero point is folded into the bias at compile time
 (bias'[u] = bias[u] - zp_in * sum_d w[u, d]), so the inner loop is a plain int8 dot product;
 the result is requantized per output channel (per tensor when the weights are).
-Targets with the DSP extension (see _dsp.py) use one shared out-of-line kernel for all layers
-(helpers/fc_dsp.c.j2): 4 rows at a time, SXTB16 + SMLAD, weights interleaved at compile time.
+Targets with the DSP extension (see _dsp.py) use shared out-of-line kernels (one per weight
+format, helpers/fc_dsp*.c.j2): SMLAD over weights re-encoded at compile time, int8 rows mixed
+in pairs or sub-byte fields with correction lists; _fc_formats.py picks the format per layer.
 """
 import numpy as np
 
 from ..emit import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to,
                    zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._fc_formats import choose, encode_s8
 from ._mve import has_mve, lower_fc_mve
+
+KERNELS = {"s8": "eerie_fc_s8", "mix": "eerie_fc_mix", "p4": "eerie_fc_p4", "p556": "eerie_fc_p556"}
+HELPERS = {"s8": "fc_dsp", "mix": "fc_dsp_mix", "p4": "fc_dsp_p4", "p556": "fc_dsp_p556"}
+FORMAT_NOTES = {"s8": "blocks of 4 rows interleaved per 4 inputs, 4 int8 per word",
+                "mix": "pairs of rows mixed per halfword, 256 * w_odd + w_even",
+                "p4": "blocks of 4 rows, 4-bit fields per halfword",
+                "p556": "blocks of 3 rows, 5/5/6-bit fields per halfword"}
 
 
 def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth):
-    """Constants of the DSP kernel (helpers/fc_dsp.c.j2), or None when its fast
-    requantization would not be exact (then the portable kernel is used)."""
+    """Constants of the DSP kernel (helpers/fc_dsp*.c.j2; the weight format is chosen by
+    _fc_formats.py), or None when its fast requantization would not be exact (then the
+    portable kernel is used)."""
     wabs = np.abs(wdata).sum(axis=1)
     if np.abs(folded).max(initial=0) >= 2 ** 31:
         return None
@@ -28,23 +38,37 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
     wabs = np.where(dead, 0, wabs)
     consts = constant_channels(wabs, folded, mult, shift, y.zero_point)
     folded = np.where(wabs == 0, 0, folded)
-    up, dp = round_up(units, 4), round_up(depth, 4)
-    if up // 4 > 65536 or dp // 4 > 65536:
-        return None   # the kernel's loops (and its proof) are bounded at 65536 blocks and groups
+    if ctx.target == "cortex-m55":   # only reached where the Helium kernel does not apply
+        enc = encode_s8(wdata)
+    else:
+        enc = choose(wdata, folded, batches)
+    if "perm" in enc:   # rows reordered: per-channel constants follow, the kernel stores via perm
+        p = enc["perm"].astype(np.int64)
+        folded, wabs, mult, shift = folded[p], wabs[p], mult[p], shift[p]
+        where = {int(r): i for i, r in enumerate(p)}
+        consts = {where[c]: value for c, value in consts.items()}
+    up, dp = enc["up"], enc["dp"]
+    if up // enc["rows"] > 65536 or dp // 4 > 65536:
+        return None   # the kernels' loops (and their proof) are bounded at 65536 blocks and groups
     fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(folded, wabs),
                                w.quant.per_channel, up, arrays=True, constants=consts)
     if fast is None or fast["rq_zp"] != 0:
         return None
-    # blocks of 4 rows interleaved per 4 inputs: [up/4][dp/4][4 rows][4 inputs]
-    wl = pad_to(wdata.astype(np.int8), (up, dp)).reshape(up // 4, 4, dp // 4, 4).transpose(0, 2, 1, 3)
-    wl = np.ascontiguousarray(wl).reshape(-1).view("<i4")   # 4 int8 per word (little-endian)
+    fmt = enc["fmt"]
     v = dict(fast, batches=batches, units=units, depth=depth, up=up, dp=dp, pad_x=dp != depth,
-             scratch=dp if dp != depth else 0,
-             weights=ctx.const(wl, "int32_t", "weights",
-                               f"{c_comment(w.label)} (blocks of 4 rows interleaved per 4 inputs, "
-                               f"4 int8 per word)"),
+             scratch=dp if dp != depth else 0, fmt=fmt, blocks=up // enc["rows"],
+             kernel=KERNELS[fmt],
+             weights=ctx.const(enc["weights"], "int32_t", "weights",
+                               f"{c_comment(w.label)} ({FORMAT_NOTES[fmt]})"),
              bias=ctx.const(pad_to(folded.astype(np.int32), (up,)), "int32_t", "bias",
                             "bias with the input zero point folded in"))
+    if "fix" in enc:
+        v["fix_n"] = ctx.const(enc["fix_n"], "uint16_t", "fix_n",
+                               "weights outside their field, per row (fix entries)")
+        if "perm" in enc:
+            v["perm"] = ctx.const(enc["perm"], "uint16_t", "perm", "output row of each stored row")
+        v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, np.int16), "int16_t",
+                             "fix", "column | k << 11: weight = field + k * 2^bits")
     v["act_min"], v["act_max"] = activation_range_int(act, y)
     return v
 
@@ -83,7 +107,9 @@ def lower_fully_connected(op, g, ctx):
             if dsp is not None:
                 body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp)
                 return Lowered(body=body, inputs=[x.id], outputs=[y.id],
-                               helpers={"requant", "dsp", "fc_dsp"}, scratch_bytes=dsp["scratch"],
+                               helpers={"requant", "dsp", HELPERS[dsp["fmt"]]}
+                               | ({"dsp_fc"} if dsp["fmt"] != "s8" else set()),
+                               scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth)
         per_channel = w.quant.per_channel
         ctx_vars.update(

@@ -1,0 +1,99 @@
+"""Which weight format a FULLY_CONNECTED layer uses on DSP targets (cortex-m4/m7/m33).
+
+Formats (layouts and proofs: _fc_pack.py; kernels: templates/helpers/fc_dsp*.c.j2):
+
+* "s8":   int8 bytes, 4 rows per block (fc_dsp): 21 instructions per 16 MACs;
+* "mix":  int8 rows mixed in pairs (fc_dsp_mix): 17 per 16 MACs, same bytes as s8;
+* "p4":   4-bit fields, 4 rows per block (fc_dsp_p4): 18 per 16 MACs, half the bytes,
+          plus a correction entry (2 B, ~6.6 instructions) per weight outside [-8, 8);
+* "p556": 5/5/6-bit fields, 3 rows per block (fc_dsp_p556): 14 per 12 MACs, 2/3 of the
+          bytes, plus corrections for weights outside [-16, 16) (rows 0, 1) or [-32, 32) (row 2;
+          rows are reordered so the third of them with most to gain get the 6-bit field).
+
+The rule: the int8 format is "mix" when its bounds hold, else "s8". A packed format replaces
+it when it saves at least MIN_SAVED_BYTES of flash and at least BYTES_PER_INSTRUCTION bytes
+for every instruction per inference it adds (estimated below, per batch row times batches);
+of those that qualify the smallest wins. Packing only pays for large layers whose weights
+are mostly small (ad01's first four layers); small layers (the classifier heads of kws, vww,
+resnet) and layers with wide weights stay int8.
+
+PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
+that format where its bounds hold (else int8), for tests of small layers the rule would
+leave alone.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._dsp import pad_to, round_up
+from ._fc_pack import encode
+
+PACK = True
+FORCE: str | None = None
+
+MIN_SAVED_BYTES = 2048
+BYTES_PER_INSTRUCTION = 0.25
+
+# Instruction estimates per call (one batch row), fitted to per-layer counts on the
+# Cortex-M4 (bench/profile_layers.py ad01_int8: within 1% on its large layers, 5% on the
+# small ones): the inner loop per group of 4 inputs and block of rows (with the loop's
+# share of SUBS/BNE), the rest of a block (bias, requantization, stores; for the packed
+# formats also each row's correction-list set-up), each correction entry, and the input
+# sum of the packed formats per group.
+PER_GROUP = {"s8": 21.5, "mix": 17.5, "p4": 18.5, "p556": 14.5}
+PER_BLOCK = {"s8": 63, "mix": 67, "p4": 130, "p556": 124}
+PER_ENTRY = 6.6
+SUM_PER_GROUP = 5
+
+
+def estimate_instructions(enc: dict, batches: int) -> int:
+    """Estimated instructions per inference of the layer in format enc["fmt"]."""
+    fmt = enc["fmt"]
+    groups, blocks = enc["dp"] // 4, enc["up"] // enc["rows"]
+    per_row = blocks * (groups * PER_GROUP[fmt] + PER_BLOCK[fmt])
+    if fmt in ("p4", "p556"):
+        per_row += groups * SUM_PER_GROUP + enc["outliers"] * PER_ENTRY
+    return int(round(batches * per_row))
+
+
+def flash_bytes(enc: dict) -> int:
+    """Bytes of the layer's format-dependent constants: weights, correction lists, row
+    order, bias."""
+    n = 4 * enc["weights"].size + 4 * enc["up"]
+    if "fix" in enc:
+        n += 2 * enc["fix_n"].size + 2 * max(1, enc["fix"].size)
+    if "perm" in enc:
+        n += 2 * enc["perm"].size
+    return n
+
+
+def encode_s8(w: np.ndarray) -> dict:
+    """The plain int8 layout of helpers/fc_dsp.c.j2: [up/4][dp/4][4 rows][4 inputs] bytes."""
+    units, depth = w.shape
+    up, dp = round_up(units, 4), round_up(depth, 4)
+    wl = pad_to(w.astype(np.int8), (up, dp)).reshape(up // 4, 4, dp // 4, 4).transpose(0, 2, 1, 3)
+    return dict(fmt="s8", rows=4, up=up, dp=dp,
+                weights=np.ascontiguousarray(wl).reshape(-1).view("<i4"))
+
+
+def choose(w: np.ndarray, bias: np.ndarray, batches: int) -> dict:
+    """The encoding (see _fc_pack.py) this layer uses, with "instructions" and "bytes"
+    estimates added; w: int8 weights as int64 [units, depth], bias: folded bias."""
+    if FORCE is not None:
+        forced = encode_s8(w) if FORCE == "s8" else encode(FORCE, w, bias)
+        if forced is not None:
+            return forced
+    base = encode("mix", w, bias) or encode_s8(w)
+    base.update(instructions=estimate_instructions(base, batches), bytes=flash_bytes(base))
+    best = base
+    for fmt in (("p4", "p556") if PACK else ()):
+        enc = encode(fmt, w, bias)
+        if enc is None:
+            continue
+        enc.update(instructions=estimate_instructions(enc, batches), bytes=flash_bytes(enc))
+        saved = base["bytes"] - enc["bytes"]
+        extra = enc["instructions"] - base["instructions"]
+        if saved >= MIN_SAVED_BYTES and saved >= BYTES_PER_INSTRUCTION * extra \
+                and (enc["bytes"], enc["instructions"]) < (best["bytes"], best["instructions"]):
+            best = enc
+    return best
