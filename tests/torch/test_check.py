@@ -310,7 +310,7 @@ def test_cli(tmp_path):
     assert p.returncode == 0 and "OK: exports in one graph and compiles" in p.stdout, p.stdout + p.stderr
 
 
-def test_cli_targets(tmp_path, monkeypatch):
+def test_cli_targets(tmp_path, monkeypatch, capsys):
     from eerie_c.cli import main
     from eerie_c.torch_check import load_target
     (tmp_path / "mymodel.py").write_text(textwrap.dedent(SCRIPT))
@@ -319,5 +319,12 @@ def test_cli_targets(tmp_path, monkeypatch):
     assert type(module).__name__ == "Good" and args[0].shape == (8,)
     with pytest.raises(eerie_c.EerieError, match="--shape"):
         load_target("mymodel.py:Good")   # no example inputs anywhere
+    # 2: the program could not be loaded (documented in --help and docs/pytorch.md)
     assert main(["check", "mymodel.py:Missing"]) == 2
     assert main(["check", "nofile.py:Net"]) == 2
+    assert main(["check", "mymodel.py:Good"]) == 2                # no example inputs
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    assert main(["check", "broken.py:Net"]) == 2                  # importing it failed
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    assert "2  the program could not be loaded" in capsys.readouterr().out
