@@ -47,7 +47,20 @@ class CompileResult:
 
 def default_name(path: Path) -> str:
     s = re.sub(r"[^0-9a-zA-Z_]+", "_", Path(path).stem).strip("_").lower() or "model"
-    return ("m_" + s) if s[0].isdigit() else s
+    return usable_name(("m_" + s) if s[0].isdigit() else s)
+
+
+def usable_name(s: str) -> str:
+    """A name eerie-c derived itself (from a file or class name, not given by the user) made a
+    valid C identifier: a C keyword or reserved name (`float`, `int`, `main`) gets `_model`
+    appended, eerie-c's own EERIE_ prefix an `m_` in front, and a long one is cut."""
+    if s.upper().startswith("EERIE_"):
+        s = "m_" + s
+    s = s[:57]
+    try:
+        return check_name(s)
+    except EerieError:
+        return check_name(s + "_model")
 
 
 def check_name(name: str) -> str:

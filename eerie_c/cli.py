@@ -23,7 +23,8 @@ examples:
                                                      run in QEMU; prints instructions, flash, RAM, stack
   eerie-c ops                                        list supported operators and dtypes
   eerie-c boards                                     list boards (CPU, flash, RAM, QEMU machine)
-  eerie-c check model.py:Net --shape 1,3,32,32      can this PyTorch program be compiled? (exit 0 / 1)
+  eerie-c check model.py:Net --shape 1,3,32,32      can this PyTorch program be compiled?
+                                                     (exit 0 yes / 1 problems listed / 2 not loaded)
 """
 
 
@@ -185,11 +186,14 @@ def cmd_boards(argv):
 
 def cmd_check(argv) -> int:
     p = argparse.ArgumentParser(
-        prog="eerie-c check",
-        description="Traceability report for a PyTorch program: every graph break, export failure and "
-                    "op eerie-c cannot lower, with file:line and the rewrite that fixes it. Exit status "
-                    "0 when the program exports in one graph and compiles, 1 when it does not, 2 when "
-                    "the check itself cannot run (no such file or name, no example inputs).")
+        prog="eerie-c check", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Traceability report for a PyTorch program: every graph break, export failure and\n"
+                    "op eerie-c cannot lower, with file:line and the rewrite that fixes it.",
+        epilog="exit status:\n"
+               "  0  the program exports in one graph and compiles (warnings allowed)\n"
+               "  1  problems found: each is listed with its file:line and the rewrite\n"
+               "  2  the program could not be loaded, so nothing was checked: no such file or\n"
+               "     NAME, importing the file failed, no example inputs, or a usage error")
     p.add_argument("target", metavar="FILE.py:NAME",
                    help="NAME: an nn.Module class (built with no arguments) or a function returning "
                         "(module, example_args[, dynamic_shapes])")

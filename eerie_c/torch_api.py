@@ -19,9 +19,10 @@ def _object_name(model) -> str:
     import re
     if hasattr(model, "graph_signature"):   # an ExportedProgram
         return "program"
+    from .api import usable_name
     s = re.sub(r"(?<!^)(?=[A-Z])", "_", type(model).__name__).lower()
     s = re.sub(r"[^0-9a-z_]+", "_", s).strip("_") or "model"
-    return ("m_" + s) if s[0].isdigit() else s
+    return usable_name(("m_" + s) if s[0].isdigit() else s)
 
 
 def compile(model, example_args=None, target: str | None = None, board=None, out_dir=None,
@@ -43,7 +44,8 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
     brd, target = api._board_and_target(board, target)
     g = load_torch(model, example_args, name, max_iterations or DEFAULT_MAX_ITERATIONS,
                    dynamic_shapes)
-    res = api.compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)")
+    res = api.compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)",
+                            inputs_in_arena=brd is not None)   # as for a .pt2 (api._load_and_compile)
     note_dynamic(res)
     if brd is not None:
         api._add_firmware(res, brd)
@@ -224,15 +226,30 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _has_dynamic_inputs(model) -> bool:
+    """An ExportedProgram with a symbolic size on an input (exported with dynamic_shapes): it
+    runs like a module given dynamic_shapes (a list of inferences)."""
+    if not hasattr(model, "graph_signature"):
+        return False
+    users = set(model.graph_signature.user_inputs)
+    for n in model.graph_module.graph.nodes:
+        if n.op == "placeholder" and n.name in users:
+            if any(not isinstance(d, int) for d in getattr(n.meta.get("val"), "shape", ())):
+                return True
+    return False
+
+
 def run(model, inputs, example_args=None, target: str | None = None, board=None, out_dir=None,
         name: str | None = None, timeout: float | None = None,
         max_iterations: int | None = None, dynamic_shapes=None):
     """Compile, build and run (host, or a board in QEMU); returns (outputs, report). An in-memory
     program is exported and saved as a .pt2 first, then run like a file. With dynamic sizes
-    (dynamic_shapes), `inputs` is a list of inferences, each a list of arrays at that
-    inference's sizes (any up to the maxima); outputs come back the same way, from one compile."""
+    (dynamic_shapes, or an ExportedProgram exported with them), `inputs` is a list of
+    inferences, each a list of arrays at that inference's sizes (any up to the maxima); outputs
+    come back the same way, from one compile. An ExportedProgram takes no example_args."""
     from . import api
-    if dynamic_shapes is not None:
+    ep_dynamic = _has_dynamic_inputs(model)
+    if dynamic_shapes is not None or ep_dynamic:
         if _is_path(model):
             raise EerieError("dynamic_shapes is for nn.Module programs; a .pt2 file keeps its own")
         brd, target = api._board_and_target(board, target)

@@ -46,10 +46,8 @@ def _eager_ops(module, args, col: _Collector):
             known = name in LOWERINGS or packet in LOWERINGS or _EAGER_NAMES.get(packet) in LOWERINGS
             uses_input = any(id(t) in tainted for t in _tensors((a, kw)))
             if uses_input and packet not in _EAGER_SKIP and not known:
-                decomp = decomps[func] if func in decomps else None
-                if decomp is not None:
-                    with self:            # its pieces go through this scan again
-                        out = decomp(*a, **kw)
+                out = _decomposed(self, func, decomps, a, kw)
+                if out is not NotImplemented:
                     mark(out)
                     return out
                 found.setdefault((f"aten.{name}", user_line()), name)
@@ -71,6 +69,18 @@ def _eager_ops(module, args, col: _Collector):
     for where, ops in by_line.items():
         col.add("op", f"no eerie-c lowering for {', '.join(ops)} (found by running the module eagerly "
                       f"on the example inputs, as the program does not export)", where, "eager op scan")
+
+
+def _decomposed(mode, func, decomps, a, kw):
+    """func run as the pieces export would record for it, each going through the scan again;
+    NotImplemented when it has no decomposition. The op's own CompositeImplicit definition
+    comes first (unbind's table decomposition calls tensor_split.sections, which export
+    itself never records: it lowers both to select / slice), then the Core ATen table."""
+    with mode:
+        out = func.decompose(*a, **kw)
+        if out is NotImplemented and func in decomps:
+            out = decomps[func](*a, **kw)
+    return out
 
 
 def _tensors(v):

@@ -71,23 +71,70 @@ def _node_frame(node) -> tuple[str, int] | None:
     return _user_frame_in_text(node.meta.get("stack_trace") or "") if node is not None else None
 
 
-def _classify(code: str, reason: str) -> str:
+def _block(path: str, line: int, limit: int = 200) -> list[str]:
+    """The lines of the block that the statement at `line` opens (more indented than it)."""
+    head = linecache.getline(path, line)
+    indent = len(head) - len(head.lstrip())
+    out = []
+    for k in range(line + 1, line + 1 + limit):
+        text = linecache.getline(path, k)
+        if not text:
+            break
+        if not text.strip():
+            continue
+        if len(text) - len(text.lstrip()) <= indent:
+            break
+        out.append(text.strip())
+    return out
+
+
+# A Python container driven by a tensor's value: a list / dict subscripted with a value taken
+# from a tensor (argmax, int(...), .item()), or a sort / max / min whose key computes on tensors.
+_VALUE_OF_TENSOR = re.compile(r"\.(argmax|argmin|item|long|int)\(|(?<![\w.])(int|bool)\(")
+_SORT_BY_KEY = re.compile(r"(\.sort\(|(?<![\w.])(sorted|max|min)\()[^#]*\bkey\s*=")
+
+
+def _subscripts(code: str):
+    """The text inside each subscript `name[...]` of a line (nested brackets balanced)."""
+    for m in re.finditer(r"[\w)\]]\s*\[", code):
+        depth, start = 0, m.end()
+        for k in range(start - 1, len(code)):
+            depth += {"[": 1, "]": -1}.get(code[k], 0)
+            if depth == 0:
+                yield code[start:k]
+                break
+
+
+def _indexed_by_value(code: str) -> bool:
+    return any(_VALUE_OF_TENSOR.search(inner) for inner in _subscripts(code))
+
+
+_GROWS = re.compile(r"\.(append|extend|insert)\(")
+
+
+def _classify(code: str, reason: str, block=()) -> str:
     c = code.strip()
     r = reason.lower()
+    shape = any(k in r for k in ("dynamic shape operator", "data-dependent output size", "nonzero",
+                                 "unbacked", "masked_select")) or re.search(r"dimension u\d+", r)
     if re.match(r"(if|elif)\b", c) or (" if " in c and " else " in c and "lambda" not in c):
         return "if"
     if re.match(r"(while|for)\b", c):
-        return "loop"
+        # a list grown in a value-dependent loop has a value-dependent length
+        return "container" if any(_GROWS.search(b) for b in block) else "loop"
     if re.match(r"assert\b", c):
         return "assert"
+    if not shape and (_SORT_BY_KEY.search(c) or _indexed_by_value(c)):
+        return "container"
     if ".tolist()" in c:
         return "tolist"
     if ".numpy()" in c or "numpy" in r:
         return "numpy"
-    if ".item()" in c or "item()" in r or "_local_scalar_dense" in r or re.search(r"\b(int|float|bool)\(", c):
+    # float(x), not x.float(): the method is a dtype cast, fine in an exported program
+    if ".item()" in c or "item()" in r or "_local_scalar_dense" in r or \
+            re.search(r"(?<![\w.])(int|float|bool)\(", c):
         return "item"
-    if any(k in r for k in ("dynamic shape operator", "data-dependent output size", "nonzero",
-                            "unbacked", "masked_select")) or re.search(r"dimension u\d+", r):
+    if shape:
         return "shape"
     if "dynamic dimension" in r and "max" in r:
         return "dynamic"
@@ -144,7 +191,7 @@ class _Collector:
             fatal: bool = True):
         file, line = where if where else (None, None)
         code = _code(file, line) if file else ""
-        kind = kind_hint or _classify(code, reason)
+        kind = kind_hint or _classify(code, reason, _block(file, line) if file else ())
         for f in self.findings:
             same_place = file is not None and f.file == file and f.line == line
             same_text = file is None and f.file is None and f.reason == reason

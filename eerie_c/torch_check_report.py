@@ -32,6 +32,17 @@ FIXES = {
              "masked_select, unique). eerie-c needs every shape fixed at compile time: keep the "
              "shape and mask the values instead, e.g. `torch.where(mask, x, torch.zeros_like(x))`, "
              "or reduce with the mask (`(x * mask).sum()`).",
+    "container": "Python lists, dicts and sorts are resolved while the program is traced, so an "
+                 "index, key, order or length taken from a tensor's value cannot be followed. "
+                 "Keep the candidates in one tensor and select with tensor ops: for a list "
+                 "indexed by a tensor, `torch.stack(outs).index_select(0, i.reshape(1))[0]` (i "
+                 "e.g. `x.argmax()`; or `torch.gather`); for a dict keyed by a tensor value, "
+                 "`torch.where(cond, a, b)`; instead of `sort(key=...)`, `torch.sort` / "
+                 "`torch.topk` on a tensor of keys (eerie-c lowers neither yet: when the order "
+                 "only feeds a sum or a max, drop the sort); for a list grown in a "
+                 "value-dependent loop, a fixed-size tensor (the loop's bound) carried through "
+                 "`torch.while_loop`. Lists and dicts built and indexed with Python ints (fixed "
+                 "at trace time) are fine.",
     "assert": "An `assert` on a tensor value needs its value at export time. Remove it, or "
               "use `torch._check(...)` on sizes only.",
     "print": "print / logging inside forward runs once while the program is exported and is "
@@ -46,6 +57,7 @@ FIXES = {
 
 TITLES = {"if": "value-dependent `if`", "loop": "value-dependent loop", "item": "Python number from a tensor",
           "tolist": "`.tolist()`", "numpy": "`.numpy()`", "shape": "value-dependent shape",
+          "container": "list/dict manipulation driven by a tensor value",
           "assert": "`assert` on a tensor value", "print": "print/logging in forward",
           "op": "op eerie-c cannot lower", "dynamic": "dynamic dimension", "other": "cannot compile"}
 

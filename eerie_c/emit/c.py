@@ -166,6 +166,9 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                         for t in g.inputs],
         "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
         "dyn": getattr(g, "dynamic_dims", None),   # torch dynamic sizes (frontend/torch_dynamic.py)
+        # the maximum trip counts of the bounded loops: NAME_invoke returns 1 past one of them
+        "loop_bounds": sorted({int(op.attrs["max_iterations"]) for op in g.ops
+                               if op.kind == "CF_BREAK_UNLESS"}),
     }
     return {
         f"{name}.c": render("model.c.j2", **ctx),

@@ -45,6 +45,12 @@ def export_program(model, example_args=None, dynamic_shapes=None):
     """An ExportedProgram from a module (exported here) or an ExportedProgram (as is)."""
     torch = _torch()
     if isinstance(model, torch.export.ExportedProgram):
+        # It was traced with its own inputs and shapes: arguments for a new export would be
+        # silently ignored, so they are refused.
+        if example_args is not None or dynamic_shapes is not None:
+            raise EerieError("an ExportedProgram keeps the example inputs and dynamic shapes it was "
+                             "exported with: pass example_args / dynamic_shapes only with an nn.Module "
+                             "(or export again with the new ones)")
         return model
     if isinstance(model, torch.nn.Module):
         if example_args is None:
@@ -84,15 +90,15 @@ def load_torch(model, example_args=None, name: str = "model",
 
 
 def _dim_names(ep, dynamic_shapes) -> dict:
-    """{sympy symbol: torch.export.Dim name} from the dynamic_shapes the program was exported
-    with (a .pt2 file does not keep them: parameters are then named size0, size1, ...)."""
+    """{sympy symbol: torch.export.Dim name}: from the dynamic_shapes the program was exported
+    with here, else from the program's shape environment, which keeps each Dim's name for the
+    input size it was given to (an ExportedProgram made by the user). A .pt2 file keeps
+    neither: its parameters are named size0, size1, ..."""
     out = {}
-    if not isinstance(dynamic_shapes, (list, tuple)):
-        return out
     sig = ep.graph_signature
     users = list(sig.user_inputs)
     vals = {n.name: n.meta.get("val") for n in ep.graph_module.graph.nodes if n.op == "placeholder"}
-    for k, spec in enumerate(dynamic_shapes):
+    for k, spec in enumerate(dynamic_shapes if isinstance(dynamic_shapes, (list, tuple)) else []):
         if k >= len(users) or not isinstance(spec, dict):
             continue
         val = vals.get(users[k])
@@ -103,7 +109,25 @@ def _dim_names(ep, dynamic_shapes) -> dict:
                 continue
             if not isinstance(size, int) and getattr(size.node.expr, "is_Symbol", False):
                 out.setdefault(size.node.expr, getattr(dim, "__name__", "") or "")
+    for u in users:
+        for size in getattr(vals.get(u), "shape", ()):
+            expr = getattr(getattr(size, "node", None), "expr", None)
+            if getattr(expr, "is_Symbol", False) and expr not in out:
+                name = _debug_name(size.node, expr)
+                if name:
+                    out[expr] = name
     return out
+
+
+def _debug_name(node, expr) -> str:
+    """The Dim name torch's ShapeEnv recorded for a size symbol ('' if none)."""
+    env = getattr(node, "shape_env", None)
+    names = getattr(env, "source_name_to_debug_name", None) or {}
+    for src in (getattr(env, "var_to_sources", None) or {}).get(expr, []):
+        n = src.name() if callable(src.name) else src.name
+        if names.get(n):
+            return names[n]
+    return ""
 
 
 def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Graph:

@@ -1,5 +1,6 @@
 """Lowerings of PyTorch reductions: mean, sum, amax / amin, max / min (over everything or
-along a dim; the elementwise overload too), and softmax / log_softmax along any dim.
+along a dim; the elementwise overload too), argmax / argmin, and softmax / log_softmax along
+any dim.
 """
 from __future__ import annotations
 
@@ -97,3 +98,20 @@ def _max_min(L, node, x, *rest, **kw):
     y = L.op(kind, [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
              L.t(x).dtype, {"keep_dims": keep})
     return y if overload == "default" else (y, None)
+
+
+@lowers("argmax", "argmin")
+def _argmax(L, node, x, dim=None, keepdim=False):
+    """ARG_MAX / ARG_MIN along one dim (over everything: of the flattened tensor); ties give
+    the first index, as torch's do. int32 indices (torch's int64 are int32 in the IR)."""
+    x = L.ensure_act(x, node.name)
+    kind = "ARG_MAX" if node.target.__name__.startswith("argmax") else "ARG_MIN"
+    shape = list(L.t(x).shape)
+    if dim is None:
+        x, axis = L.reshape(x, (int(np.prod(shape)),)), 0
+        shape = [int(np.prod(shape))]
+    else:
+        axis = dim % max(len(shape), 1)
+    out = shape[:axis] + shape[axis + 1:]
+    y = L.op(kind, [x, L.const(np.array([axis], np.int32), "int32", "axis")], out, "int32")
+    return L.reshape(y, L.meta_shape())

@@ -2,7 +2,8 @@
 a depthwise-separable CNN, a residual block, an early-exit classifier, self-attention
 (BATCH_MATMUL), a transposed-convolution upsampler, the control-flow models
 (torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
-counter, cond nested in a loop) and programs with dynamic sizes (a batch, a sequence length;
+counter, cond nested in a loop; while in cond, while in while and cond in cond; a loop past
+its maximum failing with NAME_invoke's return code 1) and programs with dynamic sizes (a batch, a sequence length;
 several sizes in one boot) match eager PyTorch within 1e-5."""
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 import torch  # noqa: E402
 
 import eerie_c  # noqa: E402
-from test_control_flow import CondActivation, CondInWhile, EarlyExit, Newton  # noqa: E402
+from test_control_flow import NESTED_XS, CondActivation, CondInWhile, EarlyExit, Nested, Newton  # noqa: E402
 from test_dynamic import MLP as BatchMLP, SeqModel, compare_seq, seq_inputs  # noqa: E402
 from test_rnn_loop import RNNLoop  # noqa: E402
 from test_torch_models import MLP, DepthwiseSeparable, Residual, SmallCNN, randomize_bn  # noqa: E402
@@ -67,6 +68,17 @@ def test_rnn_and_nested_cond():
     on_board(RNNLoop(), xs, (torch.randn(6, 4),))
     xs = np.stack([np.full(3, v, np.float32) for v in (-5.0, 7.0)])
     on_board(CondInWhile(), xs, (torch.randn(3),))
+
+
+def test_other_nestings():
+    on_board(Nested(), NESTED_XS, (torch.randn(3),))
+
+
+def test_loop_overrun_on_board():
+    """The firmware prints NAME_invoke's return code (1: a loop past its maximum) and stops."""
+    xs = np.full((1, 4), 100.0, np.float32)
+    with pytest.raises(eerie_c.EerieError, match="newton_invoke returned 1"):
+        eerie_c.run(Newton(), [xs], (torch.randn(4),), board=BOARD, max_iterations=50)
 
 
 MODELS = [
