@@ -172,12 +172,57 @@ def test_ops_lists_matrix():
     rows = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.split("\n\n")[0].splitlines()}
     header = rows.pop("op")
     assert len(rows) > 80 and all(len(cells) == len(header) for cells in rows.values())
-    assert rows["FULLY_CONNECTED"][header.index("int16")] == "yes"
+    assert rows["FULLY_CONNECTED"][header.index("int8")] == "yes"
+    # int16 CONV_2D is TFLM's 16x8 scheme (int8 weights), named and explained below the table
+    assert rows["CONV_2D"][header.index("int16")] == rows["FULLY_CONNECTED"][header.index("int16")] == "16x8"
+    assert rows["ADD"][header.index("int16")] == "yes"
+    assert "\n16x8: int16 activations (zero point 0) with int8 symmetric weights" in p.stdout
+    # ops whose output dtype differs from the input's are starred, their pairs listed
+    assert "QUANTIZE*" in rows and "CAST*" in rows and "DEQUANTIZE*" in rows and "ADD*" not in rows
+    assert "  QUANTIZE: float32 -> int16, int8; int16 -> int16, int32, int8; int8 -> int16, int32, " \
+           "int8, uint8;" in p.stdout
+    assert "  DEQUANTIZE: int16, int8, uint8 -> float32\n" in p.stdout
     assert rows["EXP"][header.index("int8")] == "-"
     assert set(rows["WHILE"]) == {"any"}
     # Internal kinds are named below the table, not as ops a model could contain.
     assert "CF_LOOP" not in rows and "CONV_2D_ADD" not in rows
     assert "CF_LOOP" in p.stdout and "CONV_2D_ADD" in p.stdout
+
+
+def test_ops_output_dtypes_are_what_the_kernels_lower():
+    """The input -> output pairs `eerie-c ops` lists are exactly the ones the kernels lower:
+    every (input, output) combination of the registry's dtypes is lowered (frontend and
+    kernel, no C compiler); the listed ones succeed, every other one is an EerieError."""
+    from eerie_c.errors import EerieError
+    from eerie_c.frontend.tflite import load_tflite
+    from eerie_c.kernels import REGISTRY, load_all, lower_graph
+    load_all()
+    all_dtypes = sorted({d for k in REGISTRY.values() for d in k.dtypes})
+    q = {"int8": (0.05, -3), "uint8": (0.05, 128), "int16": (0.001, 0), "int32": (0.0001, 0)}
+    bad = []
+    for kind in ("QUANTIZE", "DEQUANTIZE", "CAST", "SOFTMAX"):
+        info = REGISTRY[kind]
+        for a in info.dtypes:
+            for b in all_dtypes:
+                mb = ModelBuilder()
+                x = mb.input([1, 256], a, **dict(zip(("scale", "zero_point"), q.get(a, ()))))
+                qb = {"int8": (1 / 256, -128),   # the output quantization SOFTMAX needs
+                      "int16": (1 / 65536, -32768) if a == "int8" else (1 / 32768, 0)} \
+                    if kind == "SOFTMAX" else q
+                y = mb.tensor([1, 256], b, **dict(zip(("scale", "zero_point"), qb.get(b, ()))))
+                mb.op(kind, [x], [y], *(("SoftmaxOptions",) if kind == "SOFTMAX" else ()),
+                      **({"beta": 1.0} if kind == "SOFTMAX" else {}))
+                mb.output(y)
+                listed = b in info.outputs.get(a, (a,))
+                try:
+                    lower_graph(load_tflite(mb.build(), "m"))
+                    lowered = True
+                except EerieError:
+                    lowered = False
+                if lowered != listed:
+                    bad.append(f"{kind} {a} -> {b}: {'lowered' if lowered else 'rejected'} but "
+                               f"{'' if listed else 'not '}listed")
+    assert not bad, bad
 
 
 def test_verbose_progress_and_quiet(models_dir, tmp_path):

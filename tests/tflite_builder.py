@@ -131,3 +131,37 @@ class ModelBuilder:
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+
+# Broadcast operand shapes of rank 4, 5 and 6, every operand broadcast along some dims and not
+# others (the 6-D case with a 5-D second operand). Outputs [2,2,3,4], [2,2,3,4,2], [2,2,3,4,2,3].
+HIGH_RANK_PAIRS = [([2, 1, 3, 1], [1, 2, 1, 4]), ([2, 1, 3, 1, 2], [1, 2, 1, 4, 2]),
+                   ([2, 1, 3, 1, 2, 1], [2, 1, 4, 1, 3])]
+HIGH_RANK_TRIPLES = [([2, 1, 3, 1], [1, 2, 1, 4], [4]), ([1, 2, 1, 4, 2], [2, 1, 3, 1, 2], [1, 1, 1, 2]),
+                     ([2, 1, 3, 1, 2, 1], [1, 1, 4, 1, 3], [1, 2, 1, 1, 1, 1])]
+
+
+def op_fan(groups):
+    """One model holding many small ops (one compile, one TFLM interpreter). groups: a list of
+    (specs, shape sets); for each spec and each tuple of operand shapes, fresh inputs of those
+    shapes and the op on them, one output each. A spec is (kind, operand dtypes, output dtype,
+    (scale, zero point) or None per operand then for the output, options name or None, option
+    fields or None). Returns (model, inputs [(shape, dtype, kind, operand index)], a label per
+    output)."""
+    mb = ModelBuilder()
+    inputs, labels = [], []
+    kw = (lambda q: dict(scale=q[0], zero_point=q[1]) if q else {})
+    for specs, shape_sets in groups:
+        for kind, dtypes, out_dtype, quants, options, fields in specs:
+            quants = quants or [None] * (len(dtypes) + 1)
+            for shapes in shape_sets:
+                ids = []
+                for k, (shape, dt, q) in enumerate(zip(shapes, dtypes, quants)):
+                    ids.append(mb.input(list(shape), dt, **kw(q)))
+                    inputs.append((list(shape), dt, kind, k))
+                out = list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+                y = mb.tensor(out, out_dtype, **kw(quants[-1]))
+                mb.op(kind, ids, [y], options, **(fields or {}))
+                mb.output(y)
+                labels.append(f"{kind} {'/'.join(dtypes)} {' x '.join(map(str, shapes))}")
+    return mb.build(), inputs, labels

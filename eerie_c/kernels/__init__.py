@@ -75,9 +75,22 @@ class KernelInfo:
     key_input: int = 0          # which input's dtype is the op's dtype key (SELECT: 1)
     # dtype -> lowering function when several modules share one op kind (see _merge_kernel)
     by_dtype: dict = field(default_factory=dict)
+    # dtype key -> the quantization scheme (a SCHEMES key) it stands for, where the key alone
+    # does not say what is supported: CONV_2D keyed int16 is "16x8" (int8 weights only)
+    schemes: dict = field(default_factory=dict)
+    # dtype key -> the output dtypes supported with it, for ops whose output dtype is not
+    # their input's (QUANTIZE, DEQUANTIZE, CAST, SOFTMAX int8); a key missing here: the same
+    # dtype out. Read by `eerie-c ops`; the kernels that declare it enforce the same table.
+    outputs: dict = field(default_factory=dict)
 
 
 REGISTRY: dict[str, KernelInfo] = {}
+
+# Quantization schemes a dtype key can stand for (KernelInfo.schemes), explained by `eerie-c ops`.
+SCHEMES = {
+    "16x8": "int16 activations (zero point 0) with int8 symmetric weights, TFLM's 16x8 "
+            "quantization (int16 weights are not supported)",
+}
 
 CTYPE_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
               "int64_t": 8, "float": 4}
@@ -88,9 +101,18 @@ def const_bytes(c: Const) -> int:
     return int(np.asarray(c.data).size) * CTYPE_SIZE[c.ctype]
 
 
-def kernel(kind: str, dtypes: tuple[str, ...], key_input: int = 0):
+def kernel(kind: str, dtypes: tuple[str, ...], key_input: int = 0, schemes: dict | None = None,
+           outputs: dict | None = None):
+    """Register `fn` as the lowering of `kind` for ops whose dtype key is one of `dtypes`;
+    `schemes` and `outputs` describe what a dtype key means (see KernelInfo)."""
+    schemes, outputs = dict(schemes or {}), {k: tuple(v) for k, v in (outputs or {}).items()}
+    if not set(schemes) <= set(dtypes) or not set(outputs) <= set(dtypes) \
+            or not set(schemes.values()) <= set(SCHEMES):
+        raise RuntimeError(f"kernel {kind}: schemes / outputs for dtypes it does not register")
+
     def register(fn):
-        info = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1], key_input)
+        info = KernelInfo(kind, tuple(dtypes), fn, fn.__module__.rsplit(".", 1)[-1], key_input,
+                          schemes=schemes, outputs=outputs)
         old = REGISTRY.get(kind)
         if old is not None and old.family != info.family:
             info = _merge_kernel(old, info)
@@ -112,7 +134,8 @@ def _merge_kernel(old: KernelInfo, new: KernelInfo) -> KernelInfo:
     def lower(op, g, ctx):
         return table[op_dtype(op, g)](op, g, ctx)
 
-    return KernelInfo(new.kind, old.dtypes + new.dtypes, lower, old.family, old.key_input, table)
+    return KernelInfo(new.kind, old.dtypes + new.dtypes, lower, old.family, old.key_input, table,
+                      schemes={**old.schemes, **new.schemes}, outputs={**old.outputs, **new.outputs})
 
 
 def load_all():

@@ -95,7 +95,7 @@ def operands(op, g, what: str, ndim: int):
     return x, w, b, y
 
 
-@kernel("CONV_2D", dtypes=("int16",))
+@kernel("CONV_2D", dtypes=("int16",), schemes={"int16": "16x8"})
 def lower_conv2d_16x8(op, g, ctx):
     what = op_what(op)
     x, w, b, y = operands(op, g, what, 4)
@@ -114,7 +114,7 @@ def lower_conv2d_16x8(op, g, ctx):
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c)
 
 
-@kernel("DEPTHWISE_CONV_2D", dtypes=("int16",))
+@kernel("DEPTHWISE_CONV_2D", dtypes=("int16",), schemes={"int16": "16x8"})
 def lower_depthwise_16x8(op, g, ctx):
     what = op_what(op)
     x, w, b, y = operands(op, g, what, 4)
@@ -133,7 +133,7 @@ def lower_depthwise_16x8(op, g, ctx):
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw)
 
 
-@kernel("FULLY_CONNECTED", dtypes=("int16",))
+@kernel("FULLY_CONNECTED", dtypes=("int16",), schemes={"int16": "16x8"})
 def lower_fully_connected_16x8(op, g, ctx):
     what = op_what(op)
     x, w, b, y = operands(op, g, what, 0)

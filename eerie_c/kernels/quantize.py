@@ -23,6 +23,12 @@ RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
 # (input, output) dtype pairs TFLM's QUANTIZE evaluates
 REQUANT_PAIRS = {("int8", "int8"), ("int8", "uint8"), ("int8", "int16"), ("int8", "int32"),
                  ("uint8", "int8"), ("int16", "int8"), ("int16", "int16"), ("int16", "int32")}
+FLOAT_OUTPUTS = ("int8", "int16")
+# input dtype -> output dtypes: the registry's table (`eerie-c ops`), the one the kernels check
+QUANTIZE_OUTPUTS = {"float32": FLOAT_OUTPUTS,
+                    **{a: tuple(sorted(b for a2, b in REQUANT_PAIRS if a2 == a))
+                       for a in sorted({a for a, _ in REQUANT_PAIRS})}}
+DEQUANTIZE_INPUTS = ("int8", "int16", "uint8")
 
 
 def _per_tensor(op, t, role):
@@ -33,13 +39,13 @@ def _per_tensor(op, t, role):
                          "supported (TFLM requires one scale)")
 
 
-@kernel("QUANTIZE", dtypes=("float32", "int8", "int16", "uint8"))
+@kernel("QUANTIZE", dtypes=tuple(QUANTIZE_OUTPUTS), outputs=QUANTIZE_OUTPUTS)
 def lower_quantize(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     _per_tensor(op, y, "output")
     qmin, qmax = RANGE.get(y.dtype, (None, None))
     if x.dtype == "float32":
-        if y.dtype not in ("int8", "int16"):
+        if y.dtype not in FLOAT_OUTPUTS:
             raise EerieError(f"QUANTIZE {op.name!r}: float32 -> {y.dtype} is not supported")
         zp = y.zero_point
         body = render("kernels/quantize_f32.c.j2", n=x.size, ctype=y.ctype, scale=y.scale,
@@ -58,7 +64,7 @@ def lower_quantize(op, g, ctx):
                    helpers=set() if identity else {"requant"})
 
 
-@kernel("DEQUANTIZE", dtypes=("int8", "int16", "uint8"))
+@kernel("DEQUANTIZE", dtypes=DEQUANTIZE_INPUTS, outputs={d: ("float32",) for d in DEQUANTIZE_INPUTS})
 def lower_dequantize(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     _per_tensor(op, x, "input")

@@ -37,13 +37,18 @@ def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]
     return mult, shift, diff_min
 
 
-@kernel("SOFTMAX", dtypes=("int8", "float32"))
+SOFTMAX_S8_OUTPUTS = ("int8", "int16")
+
+
+@kernel("SOFTMAX", dtypes=("int8", "float32"), outputs={"int8": SOFTMAX_S8_OUTPUTS})
 def lower_softmax(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     depth = x.shape[-1] if x.shape else 1
     outer = x.size // depth
     beta = float(np.float32(op.attrs.get("beta", 1.0)))
     if x.dtype == "float32":
+        if y.dtype != "float32":
+            raise EerieError(f"SOFTMAX {op.name!r}: float32 input with {y.dtype} output")
         body = render("kernels/softmax_f32.c.j2", outer=outer, depth=depth, beta=beta)
         return Lowered(body=body, inputs=[x.id], outputs=[y.id])
 

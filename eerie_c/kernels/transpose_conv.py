@@ -41,7 +41,8 @@ def tflite_padding(padding: str, size: int, k: int, stride: int) -> int:
     return max((out - 1) * stride + k - size, 0) // 2
 
 
-@kernel("TRANSPOSE_CONV", dtypes=("int8", "float32", "int16"), key_input=2)
+@kernel("TRANSPOSE_CONV", dtypes=("int8", "float32", "int16"), key_input=2,
+        schemes={"int16": "16x8"})
 def lower_transpose_conv(op, g, ctx):
     what = op_what(op)
     if len(op.inputs) < 3 or any(i is None for i in op.inputs[:3]):

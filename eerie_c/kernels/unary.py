@@ -322,7 +322,7 @@ def cast_expr(src: str, dst: str) -> str:
     return f"({_CT[dst]})in0[i]"
 
 
-@kernel("CAST", dtypes=CAST_TYPES)
+@kernel("CAST", dtypes=CAST_TYPES, outputs={t: CAST_TYPES for t in CAST_TYPES})
 def lower_cast(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     if x.dtype not in CAST_TYPES or y.dtype not in CAST_TYPES:

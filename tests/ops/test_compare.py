@@ -1,11 +1,11 @@
-"""Comparisons, logical ops, SELECT_V2, MAXIMUM / MINIMUM vs TFLM, with broadcasting,
-constant operands, int8 requantized comparisons across different scales and zero points."""
+"""Comparisons, logical ops, SELECT_V2, MAXIMUM / MINIMUM vs TFLM, with broadcasting (ranks 1
+to 6), constant operands, int8 requantized comparisons across different scales and zero points."""
 import numpy as np
 import pytest
 
 from conftest import assert_matches_tflm, eerie_run, random_inputs
 from eerie_c.errors import EerieError
-from tflite_builder import ModelBuilder
+from tflite_builder import HIGH_RANK_PAIRS, HIGH_RANK_TRIPLES, ModelBuilder, op_fan
 
 CMP = ["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"]
 Q = {"int8": [(0.05, -3), (0.07, 10)], "int16": [(0.001, 0), (0.0013, 0)]}
@@ -138,3 +138,28 @@ def test_select_v2(tmp_path, dtype):
         ins = [values(shapes[0], "bool", seed=1), values(shapes[1], dtype, seed=2),
                values(shapes[2], dtype, seed=3)]
         assert_matches_tflm(select_model(shapes, dtype, quant), ins, tmp_path)
+
+
+# dtype -> the ops of this file it has (SELECT_V2: the dtype of its two value operands)
+HIGH_RANK_KINDS = {"float32": CMP + ["MAXIMUM", "MINIMUM", "SELECT_V2"],
+                   "int8": CMP + ["MAXIMUM", "MINIMUM", "SELECT_V2"],
+                   "int16": ["MAXIMUM", "MINIMUM", "SELECT_V2"],
+                   "int32": CMP + ["MAXIMUM", "MINIMUM"], "int64": CMP + ["MAXIMUM", "MINIMUM"],
+                   "bool": ["EQUAL", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR"]}
+
+
+@pytest.mark.parametrize("dtype", list(HIGH_RANK_KINDS))
+def test_high_rank_broadcast(tmp_path, dtype):
+    """4-D, 5-D and 6-D broadcasting (TFLM's limit is 6-D), every op of the dtype in one model.
+    Values from a small range, so that comparisons see many ties."""
+    q = Q[dtype][0] if dtype in Q else None       # MAXIMUM / MINIMUM need equal scales
+    specs = [(k, [dtype, dtype], "bool" if k in CMP else dtype, [q, q, None if k in CMP else q],
+              None, None) for k in HIGH_RANK_KINDS[dtype] if k != "SELECT_V2"]
+    sel = [("SELECT_V2", ["bool", dtype, dtype], dtype, [None, q, q, q], None, None)] \
+        if "SELECT_V2" in HIGH_RANK_KINDS[dtype] else []
+    model, inputs, labels = op_fan([(specs, HIGH_RANK_PAIRS), (sel, HIGH_RANK_TRIPLES)])
+    xs = [values(shape, dt, n=2, seed=k) if dt in ("bool", "float32") else
+          np.random.default_rng(k).integers(-6, 7, (2, *shape)).astype(dt)
+          for k, (shape, dt, _, _) in enumerate(inputs)]
+    got, _ = assert_matches_tflm(model, xs, tmp_path, labels=labels)
+    assert max(g.ndim for g in got) == 7                              # batch + 6-D

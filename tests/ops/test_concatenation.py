@@ -1,6 +1,6 @@
 """CONCATENATION vs TFLM: every axis (negative too), 2..5 inputs, constant inputs, a repeated
 input, int8 (copied as is; inputs quantized unlike the output are rejected, as in TFLM),
-float32, int32; a fused activation is rejected like TFLM rejects it."""
+float32, int32, bool, int16, int64; a fused activation is rejected like TFLM rejects it."""
 import numpy as np
 import pytest
 
@@ -96,6 +96,29 @@ def test_concat_int32(tmp_path):
     xs = [np.random.default_rng(k).integers(-10**9, 10**9, (2, *s)).astype(np.int32)
           for k, s in enumerate(shapes)]
     assert_matches_tflm(concat_model("int32", shapes, 1), xs, tmp_path)
+
+
+def values(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, (2, *shape)).astype(np.bool_)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, (2, *shape), endpoint=True).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "int64"])
+def test_concat_other_dtypes(tmp_path, dtype):
+    """Three inputs on axis 1 and, in the same model, two of them on axis -1."""
+    q = dict(scale=0.001, zero_point=0) if dtype == "int16" else {}
+    shapes = [[2, 1, 3], [2, 4, 3], [2, 2, 3]]
+    mb = ModelBuilder()
+    xs = [mb.input(s, dtype, **q) for s in shapes]
+    y1, y2 = mb.tensor([2, 7, 3], dtype, **q), mb.tensor([2, 4, 6], dtype, **q)
+    mb.op("CONCATENATION", xs, [y1], "ConcatenationOptions", axis=1)
+    mb.op("CONCATENATION", [xs[1], xs[1]], [y2], "ConcatenationOptions", axis=-1)
+    mb.output(y1)
+    mb.output(y2)
+    assert_matches_tflm(mb.build(), [values(s, dtype, k) for k, s in enumerate(shapes)], tmp_path)
 
 
 def test_concat_fused_activation_rejected(tmp_path):

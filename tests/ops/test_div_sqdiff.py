@@ -1,10 +1,10 @@
 """DIV and SQUARED_DIFFERENCE vs TFLM: int8 over every pair of int8 values (bit-exact),
-int16 / int32, float32, broadcasting, constant operands and DIV's fused activations."""
+int16 / int32, float32, broadcasting (up to 6-D), constant operands and DIV's fused activations."""
 import numpy as np
 import pytest
 
 from conftest import assert_matches_tflm, random_inputs
-from tflite_builder import ACT, ModelBuilder
+from tflite_builder import ACT, HIGH_RANK_PAIRS, ModelBuilder, op_fan
 
 
 def model(kind, shapes, dtype, q=None, act=None, const=None):
@@ -93,3 +93,34 @@ def test_sqdiff_broadcast_and_types(tmp_path):
     rng = np.random.default_rng(0)
     ints = [rng.integers(-2 ** 31, 2 ** 31, (3, *s)).astype(np.int32) for s in shapes]
     assert_matches_tflm(model("SQUARED_DIFFERENCE", shapes, "int32"), ints, tmp_path)
+
+
+HIGH_Q = {"int8": {"DIV": DIV_Q[3][0], "SQUARED_DIFFERENCE": SQ_Q[0]},
+          "int16": {"SQUARED_DIFFERENCE": [(0.001, 0), (0.0007, 0), (0.01, 0)]}}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int16", "int32"])
+def test_high_rank_broadcast(tmp_path, dtype):
+    """4-D, 5-D and 6-D broadcasting (TFLM's limit is 6-D): DIV (no int16 in TFLM) and
+    SQUARED_DIFFERENCE in one model; divisors are never zero."""
+    kinds = ["SQUARED_DIFFERENCE"] + (["DIV"] if dtype != "int16" else [])
+    specs = [(k, [dtype, dtype], dtype, HIGH_Q.get(dtype, {}).get(k), None, None) for k in kinds]
+    model, inputs, labels = op_fan([(specs, HIGH_RANK_PAIRS)])
+    rng = np.random.default_rng(3)
+    xs = []
+    for k, (shape, dt, kind, operand) in enumerate(inputs):
+        n = (3, *shape)
+        if kind == "DIV" and operand == 1:       # the divisor
+            if dt == "float32":
+                x = (rng.uniform(0.5, 3, n) * rng.choice([-1, 1], n)).astype(np.float32)
+            elif dt == "int32":
+                x = rng.choice([-7, -3, -1, 1, 2, 5, 13], n).astype(np.int32)
+            else:                                # int8: never the zero point -7
+                x = rng.choice([v for v in range(-128, 128) if v != -7], n).astype(np.int8)
+        elif dt == "int32":
+            x = rng.integers(-2 ** 31 if kind != "DIV" else -1000, 2 ** 31 if kind != "DIV" else 1000,
+                             n).astype(np.int32)
+        else:
+            x = random_inputs(shape, dt, 3, seed=k)
+        xs.append(x)
+    assert_matches_tflm(model, xs, tmp_path, labels=labels)

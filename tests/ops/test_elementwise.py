@@ -1,10 +1,10 @@
-"""ADD / SUB / MUL vs TFLM: equal shapes, broadcasting, constant operands, the same tensor
+"""ADD / SUB / MUL vs TFLM: equal shapes, broadcasting (up to 6-D), constant operands, the same tensor
 on both sides, every fused activation, int8 with differing input scales, float32."""
 import numpy as np
 import pytest
 
 from conftest import assert_matches_tflm, random_inputs
-from tflite_builder import ACT, ModelBuilder
+from tflite_builder import ACT, HIGH_RANK_PAIRS, ModelBuilder, op_fan
 
 OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}
 # int8 (scale, zero point) of lhs, rhs, output: different input scales on purpose
@@ -137,3 +137,19 @@ def test_int32(tmp_path, kind, act):
     assert_matches_tflm(binary_model(kind, "int32", [3, 4], [3, 1], [3, 4], act=act,
                                      const_b=np.array([1, -2, 3], np.int32)),
                         [rng.integers(-50, 50, (2, 3, 4)).astype(np.int32)], tmp_path)
+
+
+Q16 = {"ADD": [(0.001, 0), (0.0007, 0), (0.002, 0)], "SUB": [(0.001, 0), (0.0007, 0), (0.002, 0)],
+       "MUL": [(0.01, 0), (0.02, 0), (0.01, 0)]}     # int16: TFLM's 16x8 scheme, zero point 0
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "int8", "float32"])
+def test_high_rank_broadcast(tmp_path, dtype):
+    """4-D, 5-D and 6-D broadcasting (TFLM's limit is 6-D) of ADD, SUB and MUL in one model."""
+    quant = {"int8": QUANT, "int16": Q16}.get(dtype)
+    specs = [(k, [dtype, dtype], dtype, quant[k] if quant else None, OPTIONS[k], None) for k in KINDS]
+    model, inputs, labels = op_fan([(specs, HIGH_RANK_PAIRS)])
+    rng = np.random.default_rng(7)
+    xs = [rng.integers(-1000, 1000, (3, *shape)).astype(np.int32) if dt == "int32" else
+          random_inputs(shape, dt, 3, seed=k, scale=3.0) for k, (shape, dt, _, _) in enumerate(inputs)]
+    assert_matches_tflm(model, xs, tmp_path, labels=labels)

@@ -1,10 +1,11 @@
-"""BROADCAST_TO (every dtype TFLM takes), FILL (constant and run-time value), ZEROS_LIKE
+"""BROADCAST_TO (every dtype TFLM takes, up to 5-D vs TFLM, 6-D vs numpy), FILL (constant and
+run-time value), ZEROS_LIKE
 (raw zeros, also for int8 with a non-zero zero point), MIRROR_PAD (REFLECT / SYMMETRIC)
 vs TFLM."""
 import numpy as np
 import pytest
 
-from conftest import assert_matches_tflm, random_inputs
+from conftest import assert_matches_tflm, eerie_run, random_inputs, tflm_run
 from tflite_builder import ModelBuilder
 
 Q = dict(scale=0.05, zero_point=-4)
@@ -36,6 +37,50 @@ def test_broadcast_to(tmp_path, dtype, shape, to):
     mb.op("BROADCAST_TO", [x, mb.const(np.array(to, np.int32), "int32")], [y])
     mb.output(y)
     assert_matches_tflm(mb.build(), [rin(shape, dtype)], tmp_path)
+
+
+BT_DTYPES = ["float32", "int8", "int16", "int32", "int64", "uint8", "bool"]
+
+
+def broadcast_to_fan(cases):
+    """BROADCAST_TO of every dtype x case (input shape, target shape) in one model."""
+    mb = ModelBuilder()
+    xs = []
+    for dtype in BT_DTYPES:
+        for k, (shape, to) in enumerate(cases):
+            x = mb.input(list(shape), dtype, **q(dtype))
+            y = mb.tensor(list(to), dtype, **q(dtype))
+            mb.op("BROADCAST_TO", [x, mb.const(np.array(to, np.int32), "int32")], [y])
+            mb.output(y)
+            xs.append(rin(shape, dtype, seed=k))
+    return mb.build(), xs
+
+
+def test_broadcast_to_5d(tmp_path):
+    """5-D, TFLM's limit; every dtype in one model."""
+    model, xs = broadcast_to_fan([((2, 1, 3, 1, 2), (2, 2, 3, 4, 2)), ((3, 1, 2), (2, 2, 3, 4, 2)),
+                                  ((1, 1, 1, 1, 1), (1, 2, 1, 3, 2))])
+    assert_matches_tflm(model, xs, tmp_path)
+
+
+SIX_D = [((1, 3, 1, 2, 1, 1), (2, 3, 2, 2, 2, 2)), ((2, 1, 1), (2, 2, 3, 2, 2, 1))]
+
+
+def test_broadcast_to_6d_vs_numpy(tmp_path, capfd):
+    """6-D: TFLM refuses it ("BroadcastTo only supports 1-5D tensor", checked below), eerie-c's
+    copy handles it; numpy's broadcast_to is the reference."""
+    model, xs = broadcast_to_fan(SIX_D)
+    got, _ = eerie_run(model, xs, tmp_path)
+    want = [np.broadcast_to(x.reshape(len(x), *[1] * (len(to) - len(shape)), *shape), (len(x), *to))
+            for x, (shape, to) in zip(xs, SIX_D * len(BT_DTYPES))]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    capfd.readouterr()
+    with pytest.raises(RuntimeError):
+        tflm_run(model, xs)
+    assert "BroadcastTo only supports 1-5D tensor" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8", "int32"])

@@ -1,5 +1,5 @@
 """PAD / PADV2 vs TFLM: image-style and arbitrary paddings, 1D..5D, int8 (pad = output zero
-point), float32 (pad = 0), PADV2 constant values, int32."""
+point), float32 (pad = 0), PADV2 constant values, int32 (PAD and PADV2)."""
 import numpy as np
 import pytest
 
@@ -60,10 +60,12 @@ def test_padv2_constant(tmp_path, dtype, value):
     assert got[0][0, 0, 0, 0, 0] == value
 
 
-def test_pad_int32(tmp_path):
+@pytest.mark.parametrize("value", [None, -123456789], ids=["PAD", "PADV2"])
+def test_pad_int32(tmp_path, value):
     shape, pads = CASES[1]
     x = np.random.default_rng(0).integers(-10**6, 10**6, (2, *shape)).astype(np.int32)
-    assert_matches_tflm(pad_model("int32", shape, pads), [x], tmp_path)
+    got, _ = assert_matches_tflm(pad_model("int32", shape, pads, value), [x], tmp_path)
+    assert got[0][0, 0, 0, 0, 0] == (value or 0)
 
 
 def test_padv2_int8_value_needs_output_quantization(tmp_path):

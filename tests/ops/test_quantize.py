@@ -1,4 +1,5 @@
-"""QUANTIZE (float -> int8/int16, int -> int requantization) and DEQUANTIZE vs TFLM, including
+"""QUANTIZE (float -> int8/int16, int -> int requantization: every (in, out) pair TFLM takes)
+and DEQUANTIZE (int8 / int16 / uint8 -> float32) vs TFLM, including
 exact .5 rounding ties, saturation, every int8 value, and bit-exact float results."""
 import numpy as np
 import pytest
@@ -93,6 +94,55 @@ def test_requantize_int16_int8(tmp_path):
 def test_requantize_int8_uint8(tmp_path):
     model = conv_model("QUANTIZE", [256], "int8", "uint8", (0.05, -10), (0.05, 118))
     assert_matches_tflm(model, [ALL_INT8], tmp_path)
+
+
+ALL_UINT8 = np.arange(256, dtype=np.uint8).reshape(1, 256)
+
+
+def fan_out(kind, n, in_dtype, in_qs, outs):
+    """One input of n values per in_q; one `kind` op per (input index, out dtype, out_q), each
+    a model output: several requantizations checked with one compile."""
+    mb = ModelBuilder()
+    xs = [mb.input([n], in_dtype, scale=q[0], zero_point=q[1]) for q in in_qs]
+    for k, out_dtype, out_q in outs:
+        y = mb.tensor([n], out_dtype, **(dict(scale=out_q[0], zero_point=out_q[1]) if out_q else {}))
+        mb.op(kind, [xs[k]], [y])
+        mb.output(y)
+    return mb.build()
+
+
+def test_requantize_int16_int16_int32(tmp_path):
+    x = np.concatenate([random_inputs([300], "int16", 1, seed=5)[0],
+                        np.array([-32768, 32767, 0, 1, -1], np.int16)]).reshape(1, -1)
+    model = fan_out("QUANTIZE", x.shape[1], "int16", [(0.001, 0)], [
+        (0, "int16", (0.0013, 0)),    # rescale down
+        (0, "int16", (0.0004, 0)),    # rescale up, saturates
+        (0, "int16", (0.001, 0)),     # identity
+        (0, "int32", (0.00003, 0)),
+        (0, "int32", (0.001, 0))])
+    assert_matches_tflm(model, [x], tmp_path)
+
+
+def test_requantize_int8_int32(tmp_path):
+    model = fan_out("QUANTIZE", 256, "int8", [(0.05, -10)], [
+        (0, "int32", (0.0007, 0)), (0, "int32", (0.05, 0)), (0, "int32", (0.0001, 12345))])
+    assert_matches_tflm(model, [ALL_INT8], tmp_path)
+
+
+def test_requantize_uint8_int8(tmp_path):
+    model = fan_out("QUANTIZE", 256, "uint8", [(0.05, 128), (0.02, 0)], [
+        (0, "int8", (0.05, 0)),       # the usual uint8 -> int8 conversion: zero point - 128
+        (0, "int8", (0.03, -7)),
+        (1, "int8", (0.07, -128))])
+    assert_matches_tflm(model, [ALL_UINT8, ALL_UINT8[:, ::-1].copy()], tmp_path)
+
+
+def test_dequantize_uint8_bit_exact(tmp_path):
+    qs = [(0.05, 128), (0.0123, 0), (1.0, 255)]
+    model = fan_out("DEQUANTIZE", 256, "uint8", qs, [(k, "float32", None) for k in range(3)])
+    got, ref = assert_matches_tflm(model, [ALL_UINT8] * 3, tmp_path)
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
 
 
 @pytest.mark.parametrize("q", [(0.05, -10), (0.0123, 127), (1.0, -128)])

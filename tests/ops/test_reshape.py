@@ -1,5 +1,6 @@
 """RESHAPE vs TFLM. Between two ops it is aliased away: no code, no copy, no extra arena. A
-reshape from a graph input straight to a graph output (two caller buffers) is a copy."""
+reshape from a graph input straight to a graph output (two caller buffers) is a copy. int8 and
+float32 throughout; bool, int16, int64 and uint8 too (test_reshape_other_dtypes)."""
 import numpy as np
 import pytest
 
@@ -103,3 +104,26 @@ def test_reshape_input_to_output_copies(tmp_path, dtype):
     assert "memcpy" in c_src
     assert [op["kind"] for op in report["ops"]] == ["RESHAPE"]
     assert report["arena_bytes"] == 0
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "int64", "uint8"])
+def test_reshape_other_dtypes(tmp_path, dtype):
+    """Input to output (a copy) and input -> RESHAPE -> RESHAPE -> output (the middle aliased)."""
+    q = dict(scale=0.001, zero_point=0) if dtype == "int16" else {}
+    mb = ModelBuilder()
+    x = mb.input([2, 6], dtype, **q)
+    shape = lambda v: mb.const(np.array(v, np.int32), "int32")
+    y, mid, y2 = mb.tensor([3, 2, 2], dtype, **q), mb.tensor([12], dtype, **q), mb.tensor([4, 3], dtype, **q)
+    mb.op("RESHAPE", [x, shape([3, 2, 2])], [y], "ReshapeOptions", newShape=[3, 2, 2])
+    mb.op("RESHAPE", [x, shape([-1])], [mid], "ReshapeOptions", newShape=[-1])
+    mb.op("RESHAPE", [mid, shape([4, -1])], [y2], "ReshapeOptions", newShape=[4, -1])
+    mb.output(y)
+    mb.output(y2)
+    rng = np.random.default_rng(0)
+    if dtype == "bool":
+        xs = rng.integers(0, 2, (3, 2, 6)).astype(np.bool_)
+    else:
+        info = np.iinfo(dtype)
+        xs = rng.integers(info.min, info.max, (3, 2, 6), endpoint=True).astype(dtype)
+    got, _ = assert_matches_tflm(mb.build(), [xs], tmp_path)
+    np.testing.assert_array_equal(got[1], xs.reshape(3, 4, 3))

@@ -1,9 +1,9 @@
 """TFLite resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE, one state tensor
 per container/shared_name) and CALL_ONCE (init subgraph on the first invocation) vs TFLM,
 over consecutive invocations of one interpreter / one host process: float and int8
-accumulators, a counter, an update made in an IF branch that receives the handle, a handle
-carried through a WHILE loop, a read before any assignment in the invocation, and the compile
-error for a variable that is never assigned."""
+accumulators, bool / int16 / int64 / uint8 variables, a counter, an update made in an IF
+branch that receives the handle, a handle carried through a WHILE loop, a read before any
+assignment in the invocation, and the compile error for a variable that is never assigned."""
 from __future__ import annotations
 
 import numpy as np
@@ -153,6 +153,37 @@ def test_read_before_assign(tmp_path):
     xs = np.arange(12, dtype=np.int32).reshape(3, 4) + 1
     got, _ = assert_matches_tflm(previous_input(), [xs], tmp_path)
     assert got[0][1:].tolist() == xs[:-1].tolist()
+
+
+OTHER_DTYPES = ["bool", "int16", "int64", "uint8"]
+
+
+def test_variables_of_other_dtypes(tmp_path):
+    """A bool, an int16, an int64 and a uint8 variable in one model, each set by CALL_ONCE:
+    y_k = the variable (its initial value on the first call), then the variable = x_k."""
+    mb = ModelBuilder()
+    q = {"int16": dict(scale=0.001, zero_point=0)}
+    xs, inits = [], {}
+    rng = np.random.default_rng(2)
+    for dt in OTHER_DTYPES:
+        xs.append(mb.input([2, 3], dt, **q.get(dt, {})))
+        inits[dt] = (np.arange(6).reshape(2, 3) % 2 if dt == "bool" else np.arange(6).reshape(2, 3) + 7,
+                     dt, q.get(dt, {}))
+    call_once(mb, inits)
+    for dt, x in zip(OTHER_DTYPES, xs):
+        h = handle(mb, dt)
+        y = mb.tensor([2, 3], dt, **q.get(dt, {}))
+        mb.op("READ_VARIABLE", [h], [y])
+        mb.op("ASSIGN_VARIABLE", [h, x], [])
+        mb.output(y)
+    vals = [rng.integers(0, 2, (4, 2, 3)).astype(np.bool_) if dt == "bool" else
+            rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, (4, 2, 3), endpoint=True).astype(dt)
+            for dt in OTHER_DTYPES]
+    got, _ = assert_matches_tflm(mb.build(), vals, tmp_path)
+    for g, v, dt in zip(got, vals, OTHER_DTYPES):
+        assert g.dtype == v.dtype
+        np.testing.assert_array_equal(g[1:], v[:-1])
+        np.testing.assert_array_equal(g[0], np.asarray(inits[dt][0]).astype(v.dtype))
 
 
 def test_never_assigned_is_a_compile_error(tmp_path):

@@ -1,5 +1,6 @@
 """STRIDED_SLICE mask combinations vs TFLM: shrink_axis_mask together with begin / end masks,
-negative begins and strides, every dim shrunk (a scalar), on several dtypes.
+negative begins and strides, every dim shrunk (a scalar), on int8, float32, int16, int32
+and bool.
 
 TFLM does not implement ellipsis_mask or new_axis_mask: its StridedSlice forces both to 0
 and then insists the output shape matches that reading, so a model relying on them fails to
@@ -30,7 +31,22 @@ def ss_model(dtype, shape, begin, end, strides, out_shape, **masks):
 def inputs_for(shape, dtype):
     if dtype == "int32":
         return np.random.default_rng(0).integers(-1000, 1000, (2, *shape)).astype(np.int32)
+    if dtype == "bool":
+        return np.random.default_rng(0).integers(0, 2, (2, *shape)).astype(np.bool_)
     return random_inputs(shape, dtype, 2)
+
+
+def cases_model(dtype, cases):
+    """One STRIDED_SLICE per case, each on its own input, in one model (one compile)."""
+    mb = ModelBuilder()
+    q = QUANT.get(dtype, {})
+    for shape, begin, end, strides, out_shape, masks in cases:
+        x = mb.input(list(shape), dtype, **q)
+        ins = [x] + [mb.const(np.array(v, np.int32), "int32") for v in (begin, end, strides)]
+        y = mb.tensor(list(out_shape), dtype, **q)
+        mb.op("STRIDED_SLICE", ins, [y], "StridedSliceOptions", **masks)
+        mb.output(y)
+    return mb.build()
 
 
 # shape, begin, end, strides, output shape, masks
@@ -48,11 +64,11 @@ SHRINK = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["int8", "float32", "int16", "int32"])
+@pytest.mark.parametrize("dtype", ["int8", "float32", "int16", "int32", "bool"])
 def test_strided_slice_shrink_with_masks(tmp_path, dtype):
-    for shape, b, e, s, out, masks in SHRINK:
-        model = ss_model(dtype, shape, b, e, s, out, **masks)
-        assert_matches_tflm(model, [inputs_for(shape, dtype)], tmp_path)
+    got, _ = assert_matches_tflm(cases_model(dtype, SHRINK),
+                                 [inputs_for(c[0], dtype) for c in SHRINK], tmp_path)
+    assert [g.shape[1:] for g in got] == [c[4] for c in SHRINK]
 
 
 # models whose TFLite meaning needs the mask (the output shape differs when it is ignored)
