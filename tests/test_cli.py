@@ -80,8 +80,37 @@ def test_unsupported_op_names_each_and_counts(tmp_path):
     path.write_bytes(mb.build())
     out = tmp_path / "out"
     p = eerie(path, "-o", out)
-    assert_clean_error(p, "unsupported operator", "COS x2 (ops 0, 1)", "SIN x1 (op 2)")
+    assert_clean_error(p, "unsupported operator", "COS with float32 tensors x2 (ops 0, 1)",
+                       "SIN with float32 tensors x1 (op 2)")
     assert not out.exists()
+
+
+def test_unsupported_op_in_a_while_body_names_its_subgraph(tmp_path):
+    """TFLite numbers ops per subgraph: an op inside a WHILE body is reported with the
+    subgraph its index counts in, so `op 0` is not mistaken for the main graph's WHILE."""
+    mb = ModelBuilder()
+    x = mb.input([4], "float32")
+    i0 = mb.const(np.array(0, np.int32), "int32")
+    oi, ox = mb.tensor([], "int32"), mb.tensor([4], "float32")
+    cg = mb.subgraph("cond")
+    ci, cx = cg.input([], "int32"), cg.input([4], "float32")
+    cb = cg.tensor([], "bool")
+    cg.op("LESS", [ci, cg.const(np.array(3, np.int32), "int32")], [cb])
+    cg.output(cb)
+    bg = mb.subgraph("body")
+    bi, bx = bg.input([], "int32"), bg.input([4], "float32")
+    bi2, bx2 = bg.tensor([], "int32"), bg.tensor([4], "float32")
+    bg.op("ADD", [bi, bg.const(np.array(1, np.int32), "int32")], [bi2], "AddOptions")
+    bg.op("COS", [bx], [bx2])
+    bg.output(bi2)
+    bg.output(bx2)
+    mb.op("WHILE", [i0, x], [oi, ox], "WhileOptions", condSubgraphIndex=cg.index, bodySubgraphIndex=bg.index)
+    mb.output(ox)
+    path = tmp_path / "loop.tflite"
+    path.write_bytes(mb.build())
+    assert_clean_error(eerie(path, "-o", tmp_path / "out"),
+                       f"COS with float32 tensors x1 (op 1 of subgraph {bg.index})")
+    assert not (tmp_path / "out").exists()
 
 
 def quant_scheme_model() -> bytes:
@@ -134,7 +163,7 @@ def test_unsupported_ops_and_quantization_share_one_line(tmp_path):
     mb.output(y)
     path = tmp_path / "m.tflite"
     path.write_bytes(mb.build())
-    assert_clean_error(eerie(path, "-o", tmp_path / "out"), "unsupported operator: COS x1 (op 0)",
+    assert_clean_error(eerie(path, "-o", tmp_path / "out"), "unsupported operator: COS with float32 tensors x1 (op 0)",
                        "unsupported quantization: FULLY_CONNECTED with hybrid")
     assert not (tmp_path / "out").exists()
 

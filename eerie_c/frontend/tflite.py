@@ -227,6 +227,6 @@ def _read_subgraph(model, buf: bytes, s: int, codes: list[str], loc: list[str], 
         loc[0] = f"op {k} ({kind}) builtin options" if s == 0 else f"{where_sg} op {k} ({kind}) builtin options"
         layer = tensors[outs[0]].label if outs and outs[0] in tensors else ""
         ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
-                         name=layer or f"{kind.lower()}_{k}", index=k))
+                         name=layer or f"{kind.lower()}_{k}", index=k, subgraph=s))
     loc[0] = where_sg
     return tensors, ir_ops, inputs, outputs, resources

@@ -83,6 +83,7 @@ class Op:
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str = ""                     # layer name for C identifiers and comments
     index: int = 0                     # position in the source model, for error messages
+    subgraph: int = 0                  # the source subgraph `index` counts in (TFLite IF/WHILE bodies)
     regions: list["Graph"] = field(default_factory=list)   # bodies of control-flow ops
 
 

@@ -200,9 +200,14 @@ def op_dtype(op: Op, g: Graph) -> str:
     return g.t(first).dtype if first is not None else g.t(op.outputs[0]).dtype
 
 
-def _items(problems: dict[str, list[int]]) -> str:
+def _where(op) -> str:
+    """An op's index as the user can find it: TFLite numbers ops per subgraph."""
+    return str(op.index) if not op.subgraph else f"{op.index} of subgraph {op.subgraph}"
+
+
+def _items(problems: dict[str, list[str]]) -> str:
     return "; ".join(
-        f"{k} x{len(v)} (op{'s' if len(v) > 1 else ''} {', '.join(map(str, v[:6]))}{', ...' if len(v) > 6 else ''})"
+        f"{k} x{len(v)} (op{'s' if len(v) > 1 else ''} {', '.join(v[:6])}{', ...' if len(v) > 6 else ''})"
         for k, v in sorted(problems.items()))
 
 
@@ -211,17 +216,15 @@ def check_supported(g: Graph):
     scheme (op kind, reason), each with its count and op indices."""
     from .quant_schemes import quant_problem
     load_all()
-    problems: dict[str, list[int]] = {}
-    quant: dict[str, list[int]] = {}
+    problems: dict[str, list[str]] = {}
+    quant: dict[str, list[str]] = {}
     for op in g.ops:
         info = REGISTRY.get(op.kind)
         dt = op_dtype(op, g)
-        if info is None:
-            problems.setdefault(f"{op.kind}", []).append(op.index)
-        elif dt not in info.dtypes:
-            problems.setdefault(f"{op.kind} with {dt} tensors", []).append(op.index)
+        if info is None or dt not in info.dtypes:
+            problems.setdefault(f"{op.kind} with {dt} tensors", []).append(_where(op))
         elif (why := quant_problem(op, g)) is not None:
-            quant.setdefault(f"{op.kind} with {why}", []).append(op.index)
+            quant.setdefault(f"{op.kind} with {why}", []).append(_where(op))
     parts = []
     if problems:
         parts.append(f"unsupported operator: {_items(problems)}")
