@@ -3,7 +3,8 @@ a depthwise-separable CNN, a residual block, an early-exit classifier, self-atte
 (BATCH_MATMUL), a transposed-convolution upsampler, the control-flow models
 (torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
 counter, cond nested in a loop) and programs with dynamic sizes (a batch, a sequence length;
-several sizes in one boot) match eager PyTorch within 1e-5."""
+several sizes in one boot) match eager PyTorch within 1e-5, each with NAME_invoke's stack
+measured in QEMU under the proven bound (plus one interrupt) and the bound within 2x of it."""
 import shutil
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import eerie_c  # noqa: E402
+from conftest import assert_invoke_stack_within_bound  # noqa: E402
 from test_control_flow import CondActivation, CondInWhile, EarlyExit, Newton  # noqa: E402
 from test_dynamic import MLP as BatchMLP, SeqModel, compare_seq, seq_inputs  # noqa: E402
 from test_rnn_loop import RNNLoop  # noqa: E402
@@ -37,6 +39,7 @@ def on_board(m, xs, example):
     m = m.eval()
     got, report = eerie_c.run(m, [xs], example, board=BOARD)
     assert report["board"] == BOARD and report["instructions"] > 0
+    assert_invoke_stack_within_bound(report)
     with torch.no_grad():
         refs = [m(torch.tensor(x)) for x in xs]
     refs = [r if isinstance(r, tuple) else (r,) for r in refs]
