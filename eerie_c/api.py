@@ -24,7 +24,7 @@ from .plan import plan_memory, prove_plan
 from .toolchain.build import build_host
 from .toolchain.targets import get_target
 from .verify import verify_generated
-from .budgets import check_budgets
+from .budgets import check_budgets, record_board_budget
 from .progress import stage
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -121,7 +121,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     else:
         report["static_data_bytes"] = plan.state_bytes
     report["ram_bytes"] = plan.arena_bytes + report["static_data_bytes"] + report["stack_bound_bytes"]
-    check_budgets(report, arena_budget, stack_budget)
+    budgets = check_budgets(report, arena_budget, stack_budget)
+    if budgets is not None:
+        report["verified"].append(budgets)
     res = CompileResult(name, target, files, report, g)
     res.extra["plan"] = plan
     return res
@@ -359,6 +361,12 @@ def _add_firmware(res: CompileResult, brd) -> None:
         res.files.update(firmware_files(res, brd))
     with stage(f"firmware stack bound on {brd.name}"):
         res.report.update(prove_firmware_stack(res, brd, res.files))
+    b = res.report["budget"]
+    record_board_budget(res.report, brd.name, {
+        "flash_bytes": b["board_flash_bytes"], "flash_needed_bytes": b["flash_bytes"],
+        "ram_bytes": b["board_ram_bytes"], "ram_needed_bytes": b["ram_bytes"],
+        "stack_reserve_bytes": b["stack_reserve_bytes"],
+        "firmware_stack_bound_bytes": res.report["firmware_stack_bound_bytes"]})
 
 
 def _run_board(res: CompileResult, brd, arrays: list[np.ndarray], work: Path,

@@ -5,7 +5,10 @@ from __future__ import annotations
 from .errors import EerieError
 
 
-def check_budgets(report: dict, arena_budget: int | None = None, stack_budget: int | None = None):
+def check_budgets(report: dict, arena_budget: int | None = None,
+                  stack_budget: int | None = None) -> dict | None:
+    """Raise when a budget is exceeded; else the passed check for report["verified"] (with the
+    budgets and the proven figures they were held against), or None when no budget was given."""
     name = report["name"]
     if arena_budget is not None and report["arena_bytes"] > arena_budget:
         raise EerieError(f"model {name} exceeds --arena-budget: the arena needs {report['arena_bytes']} bytes, "
@@ -15,6 +18,25 @@ def check_budgets(report: dict, arena_budget: int | None = None, stack_budget: i
         raise EerieError(f"model {name} exceeds --stack-budget: the proven worst-case stack of "
                          f"{name}_invoke is {bound} bytes, the budget is {stack_budget}, "
                          f"{bound - stack_budget} bytes over")
+    if arena_budget is None and stack_budget is None:
+        return None
+    check = {"check": "budgets", "ok": True}
+    if arena_budget is not None:
+        check.update(arena_budget=arena_budget, arena_bytes=report["arena_bytes"])
+    if stack_budget is not None:
+        check.update(stack_budget=stack_budget, stack_bound_bytes=bound)
+    return check
+
+
+def record_board_budget(report: dict, board: str, figures: dict) -> None:
+    """Add the board's fit (checked by toolchain/boards.py check_budget and the firmware stack
+    proof) to the report's budgets check, creating it when no other budget was given."""
+    check = next((v for v in report["verified"] if v["check"] == "budgets"), None)
+    if check is None:
+        check = {"check": "budgets", "ok": True}
+        report["verified"].append(check)
+    check["board"] = board
+    check.update({f"board_{k}": v for k, v in figures.items()})
 
 
 def parse_bytes(text: str) -> int:

@@ -27,25 +27,29 @@ def _object_name(model) -> str:
 
 def compile(model, example_args=None, target: str | None = None, board=None, out_dir=None,
             name: str | None = None, max_iterations: int | None = None,
-            dynamic_shapes=None):
+            dynamic_shapes=None, arena_budget: int | None = None, stack_budget: int | None = None):
     """Compile to C. Returns an api.CompileResult (files, report, graph); with out_dir, writes
     NAME.c / .h / .mk, report.json, report.md and memory.svg there (and a firmware project
     with a board). dynamic_shapes (as torch.export takes them): dims declared with
     `torch.export.Dim(name, max=N)` compile for the maximum; NAME_invoke takes the actual sizes
-    as int arguments (a Dim on dim 0 of every input runs sample by sample: `int batch`)."""
+    as int arguments (a Dim on dim 0 of every input runs sample by sample: `int batch`).
+    arena_budget / stack_budget (bytes): as for model files, a compile whose arena or proven
+    stack bound exceeds one fails with a one-line error before anything is written."""
     from . import api
     if _is_path(model):
         if example_args is not None:
             raise EerieError("example_args is only for nn.Module programs, not model files")
         return api.compile_model(model, out_dir, target=target, name=name, board=board,
-                                 max_iterations=max_iterations)
+                                 max_iterations=max_iterations, arena_budget=arena_budget,
+                                 stack_budget=stack_budget)
     from .frontend.torch import load_torch
     name = api.check_name(name) if name else _object_name(model)
     brd, target = api._board_and_target(board, target)
     g = load_torch(model, example_args, name, max_iterations or DEFAULT_MAX_ITERATIONS,
                    dynamic_shapes)
     res = api.compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)",
-                            inputs_in_arena=brd is not None)   # as for a .pt2 (api._load_and_compile)
+                            inputs_in_arena=brd is not None,   # as for a .pt2 (api._load_and_compile)
+                            arena_budget=arena_budget, stack_budget=stack_budget)
     note_dynamic(res)
     if brd is not None:
         api._add_firmware(res, brd)
@@ -241,7 +245,8 @@ def _has_dynamic_inputs(model) -> bool:
 
 def run(model, inputs, example_args=None, target: str | None = None, board=None, out_dir=None,
         name: str | None = None, timeout: float | None = None,
-        max_iterations: int | None = None, dynamic_shapes=None):
+        max_iterations: int | None = None, dynamic_shapes=None,
+        arena_budget: int | None = None, stack_budget: int | None = None):
     """Compile, build and run (host, or a board in QEMU); returns (outputs, report). An in-memory
     program is exported and saved as a .pt2 first, then run like a file. With dynamic sizes
     (dynamic_shapes, or an ExportedProgram exported with them), `inputs` is a list of
@@ -254,13 +259,14 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
             raise EerieError("dynamic_shapes is for nn.Module programs; a .pt2 file keeps its own")
         brd, target = api._board_and_target(board, target)
         res = compile(model, example_args, target=target, name=name, max_iterations=max_iterations,
-                      dynamic_shapes=dynamic_shapes)
+                      dynamic_shapes=dynamic_shapes, arena_budget=arena_budget, stack_budget=stack_budget)
         if getattr(res.graph, "dynamic_dims", None) is None:
             raise EerieError("dynamic_shapes gave no dynamic dimension")
         return run_dynamic(res, inputs, brd, out_dir, timeout)
     if _is_path(model):
         return api.run_model(model, inputs, target=target, out_dir=out_dir, name=name, board=board,
-                             timeout=timeout, max_iterations=max_iterations)
+                             timeout=timeout, max_iterations=max_iterations,
+                             arena_budget=arena_budget, stack_budget=stack_budget)
     from .frontend.torch import export_program
     import torch
     ep = export_program(model, example_args)
@@ -270,4 +276,5 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
         torch.export.save(ep, str(path))
         return api.run_model(path, inputs, target=target, out_dir=out_dir, name=name,
                              board=board, timeout=timeout,
-                             max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS)
+                             max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS,
+                             arena_budget=arena_budget, stack_budget=stack_budget)

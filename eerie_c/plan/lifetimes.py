@@ -87,7 +87,11 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
         b.members.append(tid)
         b.size = max(b.size, t.nbytes)
     for tid in g.inputs:
-        groups[rep[tid]].start = -1
+        # Live from before the first op even if no op reads it: with inputs_in_arena the caller
+        # writes every input before NAME_invoke, so an unread input must not share bytes
+        # with another input (an end of -2 made it overlap nothing, found by the property test).
+        b = groups[rep[tid]]
+        b.start, b.end = -1, max(b.end, -1)
     for step, op in enumerate(g.ops):
         for tid in op.outputs:
             if tid not in rep:

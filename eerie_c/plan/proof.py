@@ -11,12 +11,16 @@ declared it safe (op.attrs["inplace_of_input"], from Lowered.inplace) may overla
   * the op reads the input's storage through that one operand only,
   * neither is a graph input or output (those live in caller buffers anyway).
 The kernel guarantees that it reads every input byte before writing an output byte over it;
-the rule guarantees no one else needs the input's bytes afterwards."""
+the rule guarantees no one else needs the input's bytes afterwards.
+
+What the proof would otherwise take from the planner (which tensors need storage, which ops
+are views) it re-derives from the IR first (proof_inputs.py)."""
 from __future__ import annotations
 
 from ..errors import CompilerBug
 from ..ir import DTYPE_NP, Graph
 from .arena import Plan
+from .proof_inputs import alias_links, prove_placed, prove_user_placements
 
 import numpy as np
 
@@ -122,7 +126,18 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
 
 
 def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None) -> dict:
+    # Coverage and views first: the overlap check below iterates plan.tensors, so a tensor
+    # missing from it, or two storages merged by a bogus alias, would otherwise go unchecked.
+    prove_placed(g, plan)
+    alias = {b: a for a, b in alias_links(g, plan)}
+
+    def root(t):
+        while t in alias:
+            t = alias[t]
+        return t
+
     _prove_user_buffers(g, plan)
+    prove_user_placements(g, plan, root)
     _prove_state(g, plan)
     ranges = _live_ranges(g)
     items = []   # (name, start, end, offset, size, align)
@@ -137,16 +152,6 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
         if step is None:
             raise CompilerBug(f"arena proof: scratch buffer {name} has no owning op")
         items.append((f"scratch:{name}", step, step, p.offset, p.size, 8))
-    alias = {}
-    for op in g.ops:
-        if op.attrs.get("alias_of_input"):
-            alias[op.outputs[0]] = op.inputs[0]
-
-    def root(t):
-        while t in alias:
-            t = alias[t]
-        return t
-
     allowed = _inplace_pairs(g, plan, ranges, root)
     for name, s, e, off, size, align in items:
         if off % align:

@@ -37,6 +37,9 @@ multilibs, rounded up to 8 bytes, is the entry. Names not in the table get
 ARM_DEFAULT_ALLOWANCE, which is above every soft-float/libgcc helper measured (max 112 B).
 On x86-64 hosts a leaf function may also use the 128-byte red zone below the stack pointer,
 which gcc leaves out of its frame size: each leaf's depth gets those 128 bytes added.
+With the toolchain the tables were made with, a function measured for the compile's own
+multilib (lib_stack.py, from the library's machine code) is charged that figure instead: the
+all-multilib maximum is the soft-float one, over twice what a core with an FPU uses.
 Hosted targets (glibc) get HOST_ALLOWANCE per external callee: the host bound is only a
 sanity figure, the promise is made for the Arm targets.
 Symbols the object references that the .ci does not attribute to a caller (seen with `nm
@@ -47,6 +50,7 @@ its sources merged, from the reset handler, plus one exception frame and interru
 """
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import shutil
@@ -199,10 +203,38 @@ def _check_frames(funcs: dict, edges: dict) -> None:
                                   f"({where or funcs.get(src, {}).get('where', '?')})")
 
 
-def _allowance_for(arm: bool):
+def _allowance_for(arm: bool, own: dict[str, int] | None = None):
+    """`own`: the compile's multilib figures (multilib_stack); a name without one gets the
+    all-multilib table's figure, or the default."""
     def allowance(name: str) -> int:
-        return ARM_EXTERNAL_STACK.get(name, ARM_DEFAULT_ALLOWANCE) if arm else HOST_ALLOWANCE
+        if not arm:
+            return HOST_ALLOWANCE
+        return (own or {}).get(name, ARM_EXTERNAL_STACK.get(name, ARM_DEFAULT_ALLOWANCE))
     return allowance
+
+
+_LIB_FLAGS = ("-mcpu", "-march", "-mthumb", "-mfloat-abi", "-mfpu")
+
+
+def multilib_stack(cc: str, flags: list[str]) -> dict[str, int]:
+    """Library stack depths measured for the multilib these flags link against
+    (lib_stack_table.py, made by lib_stack.py), if `cc` is the toolchain they were measured
+    with; else {} (the all-multilib table applies)."""
+    return dict(_multilib_stack(cc, tuple(f for f in flags if f.startswith(_LIB_FLAGS))))
+
+
+@functools.lru_cache(maxsize=None)
+def _multilib_stack(cc: str, flags: tuple[str, ...]) -> tuple:
+    from .lib_stack_table import MULTILIB_STACK, TOOLCHAIN
+    try:
+        version = subprocess.run([cc, "-dumpfullversion"], capture_output=True, text=True, check=True)
+        lib = subprocess.run([cc, *flags, "-print-multi-directory"], capture_output=True, text=True,
+                             check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return ()
+    if version.stdout.strip() != TOOLCHAIN:
+        return ()
+    return tuple(MULTILIB_STACK.get(lib.stdout.strip(), {}).items())
 
 
 def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int,
@@ -260,7 +292,8 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
         nodes, edges, undefined, sizes = _compile_ci(c_path, include_dirs, cc, flags, Path(tmp))
     funcs = {t: n for t, n in nodes.items() if not n.get("external")}
     _check_frames(funcs, edges)
-    allowance = _allowance_for(arm)
+    own = multilib_stack(cc, flags) if arm else {}
+    allowance = _allowance_for(arm, own)
     if entry not in funcs:
         raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
     bound, path, depth, externals = _deepest(funcs, edges, entry, allowance, red_zone)
@@ -295,8 +328,10 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                       for t in sorted(reach)},
         "path": [_display(t) for t in path] + ([f"<unattributed: {', '.join(unattributed)}>"] if unattributed else []),
         "externals": dict(sorted(externals.items())),
-        "allowance": ("per external callee: measured newlib/libgcc table (arm-none-eabi-gcc 12.2), "
-                      f"{ARM_DEFAULT_ALLOWANCE} B if not listed" if arm else
+        "allowance": ("per external callee: its depth measured for this multilib "
+                      "(lib_stack_table.py) if known, else the largest over all multilibs "
+                      "(arm-none-eabi-gcc 12.2), " f"{ARM_DEFAULT_ALLOWANCE} B if not listed"
+                      if arm else
                       f"{HOST_ALLOWANCE} B per external callee (hosted libc, not measured)"),
         "red_zone_bytes": red_zone,
         "object_sizes": sizes,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MODELS, random_inputs, tflm_run
+from conftest import MODELS, assert_invoke_stack_within_bound, random_inputs, tflm_run
 from eerie_c.api import compile_model, run_model
 from eerie_c.cli import main as cli_main
 from eerie_c.resources import resource_dir
@@ -23,8 +23,9 @@ from eerie_c.toolchain.targets import TARGETS
 from test_target_flags import expected_m_flags, m_flags
 
 BOARDS = ["mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547"]
-# The Cortex-M0 board is too small for the shared models: tests/boards/test_cortex_m0.py runs
-# small models of every kernel family on it. It is calibrated and listed like the others.
+# The Cortex-M0 board is too small for the shared models (tests/boards/test_cortex_m0.py checks
+# that each of them fails to fit at compile time) and runs small models of every kernel family
+# instead, with the same stack checks. It is calibrated and listed like the others.
 ALL_BOARDS = BOARDS + ["microbit"]
 INT8_MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8"]
 FLOAT_MODELS = ["pretrainedResnet", "ad01_fp32"]
@@ -91,10 +92,10 @@ def test_model_on_board_matches_tflm(board_tools, models_dir, tmp_path, model, b
     assert saved["flash_bytes"] > saved["constant_bytes"]   # weights plus code
     assert saved["ram_static_bytes"] >= saved["arena_bytes"]
     assert 0 < saved["stack_high_water_bytes"] < saved["stack_reserve_bytes"]
-    # The compile-time stack bound of NAME_invoke covers what it used in QEMU, and is a
-    # useful bound (within 2x of the measurement), not a huge constant.
-    measured, bound = saved["invoke_stack_bytes"], saved["stack_bound_bytes"]
-    assert 0 < measured <= bound <= 2 * measured, (measured, bound)
+    # The compile-time stack bound of NAME_invoke (plus one interrupt, which may land inside
+    # the measured call) covers what it used in QEMU, and is a useful bound (within 2x of the
+    # measurement), not a huge constant.
+    assert_invoke_stack_within_bound(saved)
     # The same for the whole firmware: the painted stack's high-water mark (start-up, harness,
     # model, interrupts) stays under the bound proven from every source file's call graph.
     # Tightness is judged on the thread part of the bound: the exception frame the hardware

@@ -14,6 +14,7 @@ F = nn.functional
 Dim = torch.export.Dim
 
 import eerie_c  # noqa: E402
+from conftest import assert_invoke_stack_within_bound  # noqa: E402
 
 BATCH = ({0: Dim("batch", max=8)},)
 
@@ -151,6 +152,9 @@ class SeqModel(nn.Module):
 def compare_seq(m, inferences, example, dyn, **kw):
     m = m.eval()
     outs, report = eerie_c.run(m, inferences, example, dynamic_shapes=dyn, **kw)
+    if kw.get("board") is not None:
+        # sizes vary per call; the bound (proven for the maxima) must cover the deepest call
+        assert_invoke_stack_within_bound(report)
     with torch.no_grad():
         for xs, got in zip(inferences, outs):
             refs = m(*[torch.tensor(x) for x in xs])

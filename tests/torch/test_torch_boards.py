@@ -4,7 +4,9 @@ a depthwise-separable CNN, a residual block, an early-exit classifier, self-atte
 (torch.cond both branches, torch.while_loop both exits, an RNN cell iterated with an int32
 counter, cond nested in a loop; while in cond, while in while and cond in cond; a loop past
 its maximum failing with NAME_invoke's return code 1) and programs with dynamic sizes (a batch, a sequence length;
-several sizes in one boot) match eager PyTorch within 1e-5."""
+several sizes in one boot) match eager PyTorch within 1e-5, each with NAME_invoke's stack
+measured in QEMU under the proven bound (plus one interrupt) and the bound within 2x of it."""
+import shutil
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import pytest
 import torch  # noqa: E402
 
 import eerie_c  # noqa: E402
+from conftest import assert_invoke_stack_within_bound  # noqa: E402
 from test_control_flow import NESTED_XS, CondActivation, CondInWhile, EarlyExit, Nested, Newton  # noqa: E402
 from test_dynamic import MLP as BatchMLP, SeqModel, compare_seq, seq_inputs  # noqa: E402
 from test_rnn_loop import RNNLoop  # noqa: E402
@@ -33,6 +36,7 @@ def on_board(m, xs, example):
     m = m.eval()
     got, report = eerie_c.run(m, [xs], example, board=BOARD)
     assert report["board"] == BOARD and report["instructions"] > 0
+    assert_invoke_stack_within_bound(report)
     with torch.no_grad():
         refs = [m(torch.tensor(x)) for x in xs]
     refs = [r if isinstance(r, tuple) else (r,) for r in refs]

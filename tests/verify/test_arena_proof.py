@@ -1,148 +1,107 @@
 """Property-based tests of the arena planner, with the independent checker (prove_plan) as
-the oracle: every plan the planner makes for a random graph passes; plans corrupted in the
-ways that matter (live tensors overlapping, misaligned offsets, wrong arena size) fail."""
+the oracle: every plan the planner makes for a random graph (arena_graphs.py: aliases, in-place
+ops, variables, IF / WHILE, scratch, inputs in the arena) passes; plans and graphs corrupted in
+the ways that matter fail: live tensors overlapping, misaligned offsets, a wrong arena size, a
+tensor left unplaced, a non-view op or a resized one marked as an alias, and each condition of
+the in-place rule broken (input read again later, output larger than input, offsets apart)."""
 from __future__ import annotations
 
 import copy
+import re
 
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, event, find, given, settings
 from hypothesis import strategies as st
 
+from arena_graphs import (arena_items, conflicts, declared_inplace, graphs, plan_of, refit_arena,
+                          root_of)
 from eerie_c.errors import CompilerBug
-from eerie_c.ir import Graph, Op, Tensor
-from eerie_c.passes.alias_reshape import alias_reshapes
-from eerie_c.plan import plan_memory, prove_plan
-from eerie_c.plan.proof import _live_ranges
+from eerie_c.ir import Op, Tensor
+from eerie_c.plan import Placement, prove_plan
+from eerie_c.plan.lifetimes import storage_groups
+from eerie_c.plan.proof_inputs import VIEW_KINDS
 
-DTYPES = ["int8", "int16", "int32", "float32", "uint8", "int64"]
-SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
-
-
-@st.composite
-def graphs(draw):
-    """A random DAG of ops in execution order. Each op reads one to three earlier
-    activations (and maybe a constant) and writes one or two new tensors; some ops are
-    RESHAPEs, which the alias pass turns into storage sharing; some steps need scratch."""
-    tensors: dict[str, Tensor] = {}
-
-    def new(dtype, size, data=None):
-        tid = f"t{len(tensors)}"
-        tensors[tid] = Tensor(tid, (size,), dtype, data=data)
-        return tid
-
-    n_in = draw(st.integers(1, 3))
-    inputs = [new(draw(st.sampled_from(DTYPES)), draw(st.integers(1, 300))) for _ in range(n_in)]
-    avail = list(inputs)
-    ops = []
-    scratch = {}
-    n_ops = draw(st.integers(1, 14))
-    for step in range(n_ops):
-        if draw(st.booleans()) and draw(st.booleans()):
-            # RESHAPE: same bytes, same dtype, output gets a different shape
-            src = draw(st.sampled_from(avail))
-            t = tensors[src]
-            out = new(t.dtype, t.size)
-            tensors[out].shape = (1, t.size)
-            ops.append(Op("RESHAPE", [src], [out], name=f"r{step}", index=step))
-            avail.append(out)
-            continue
-        k = draw(st.integers(1, min(3, len(avail))))
-        ins = draw(st.lists(st.sampled_from(avail), min_size=k, max_size=k))
-        if draw(st.booleans()):
-            ins.append(new("int8", 4, data=np.zeros(4, np.int8)))   # a weight: never in the arena
-        if draw(st.booleans()) and draw(st.booleans()):
-            ins.append(None)                                          # omitted optional input
-        outs = [new(draw(st.sampled_from(DTYPES)), draw(st.integers(0, 400)))
-                for _ in range(draw(st.integers(1, 2)))]
-        ops.append(Op(draw(st.sampled_from(["ADD", "CONV_2D", "X"])), ins, outs, name=f"o{step}", index=step))
-        avail.extend(outs)
-        if draw(st.integers(0, 4)) == 0:
-            scratch[step] = (f"l{step}_scratch", draw(st.integers(1, 256)))
-    produced = [t for op in ops for t in op.outputs]
-    n_out = draw(st.integers(1, min(3, len(produced))))
-    outputs = list(dict.fromkeys(draw(st.lists(st.sampled_from(produced), min_size=n_out, max_size=n_out))))
-    outputs = [t for t in outputs if t not in inputs]
-    assume(outputs)
-    g = alias_reshapes(Graph("g", tensors, ops, inputs, outputs))
-    return g, scratch
+# Not derandomized: every run explores new graphs (a failure is kept in .hypothesis/ and
+# replayed first next time). The whole file stays well under a minute.
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-def _plan(g, scratch):
-    plan = plan_memory(g, scratch)
-    steps = {name: step for step, (name, _) in scratch.items()}
-    return plan, steps
+def _inplace_used(g, plan):
+    """Steps of in-place ops the planner really ran in place (input and output share bytes)."""
+    groups, root = storage_groups(g), root_of(g)
+    return [s for s, op in enumerate(g.ops)
+            if op.attrs.get("inplace_of_input") and op.inputs and op.inputs[0] is not None
+            and op.inputs[0] in groups and op.outputs[0] in groups
+            and root(op.inputs[0]) != root(op.outputs[0])
+            and groups[op.inputs[0]] == groups[op.outputs[0]]]
 
 
 @SETTINGS
 @given(graphs())
 def test_planner_plans_always_pass_the_proof(case):
-    g, scratch = case
-    plan, steps = _plan(g, scratch)
+    g, _, in_arena = case
+    plan, steps = plan_of(case)
     r = prove_plan(g, plan, steps)
     assert r["ok"] and r["arena_bytes"] == plan.arena_bytes
     assert plan.arena_bytes % plan.align == 0
-    # user buffers are never placed in the arena, and each is its own buffer
     for k, tid in enumerate(g.inputs):
-        assert (plan.tensors[tid].base, plan.tensors[tid].index) == ("input", k)
+        want = ("arena", 0) if in_arena else ("input", k)
+        assert (plan.tensors[tid].base, plan.tensors[tid].index) == want
     for k, tid in enumerate(g.outputs):
         assert (plan.tensors[tid].base, plan.tensors[tid].index) == ("output", k)
+    assert all(plan.tensors[v].base == "state" for v in g.variables())
     # the arena is no bigger than the sum of what it holds (sharing can only help)
     total = sum(-(-b.size // plan.align) * plan.align for b in plan.buffers if b.user is None)
     assert plan.arena_bytes <= total
+    for what, yes in (("in place", _inplace_used(g, plan)), ("loop", any(o.kind == "CF_LOOP" for o in g.ops)),
+                      ("if", any(o.kind == "CF_IF" for o in g.ops)), ("state", plan.state),
+                      ("inputs in arena", in_arena)):
+        event(f"{what}: {bool(yes)}")
 
 
-def _arena_items(g, plan, steps):
-    ranges = _live_ranges(g)
-    items = []
+@pytest.mark.parametrize("feature", ["in place", "loop", "if", "state", "inputs in arena"])
+def test_random_graphs_exercise_every_feature(feature):
+    """The strategy really makes what the properties are meant to cover (each found quickly)."""
+    def has(case):
+        g, _, in_arena = case
+        plan, _ = plan_of(case)
+        return {"in place": lambda: bool(_inplace_used(g, plan)),
+                "loop": lambda: any(o.kind == "CF_LOOP" for o in g.ops),
+                "if": lambda: any(o.kind == "CF_IF" for o in g.ops),
+                "state": lambda: bool(plan.state),
+                "inputs in arena": lambda: in_arena and plan.tensors[g.inputs[0]].base == "arena"}[feature]()
+    # generate only: the first graph found will do, shrinking it would take most of the time
+    find(graphs(), has, settings=settings(max_examples=300, database=None, deadline=None,
+                                          phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+
+
+def _move_storage(g, plan, r, offset):
+    """Move every arena tensor of storage root r (all its aliases with it) to `offset`."""
+    root = root_of(g)
     for tid, p in plan.tensors.items():
-        if p.base == "arena" and p.size > 0:
-            items.append(("t", tid, *ranges[tid], p))
-    for name, p in plan.scratch.items():
-        items.append(("s", name, steps[name], steps[name], p))
-    return items
-
-
-def _root(g, t):
-    alias = {op.outputs[0]: op.inputs[0] for op in g.ops if op.attrs.get("alias_of_input")}
-    while t in alias:
-        t = alias[t]
-    return t
+        if p.base == "arena" and root(tid) == r:
+            p.offset = offset
 
 
 @SETTINGS
 @given(graphs(), st.data())
 def test_overlapping_live_tensors_rejected(case, data):
-    g, scratch = case
-    plan, steps = _plan(g, scratch)
-    items = _arena_items(g, plan, steps)
+    g, _, _ = case
+    plan, steps = plan_of(case)
+    items = arena_items(g, plan, steps)
+    inplace = declared_inplace(g, root_of(g))
     pairs = [(a, b) for i, a in enumerate(items) for b in items[i + 1:]
-             if a[2] <= b[3] and b[2] <= a[3]
-             and not (a[0] == b[0] == "t" and _root(g, a[1]) == _root(g, b[1]))]
+             if a[0] != b[0] and a[1] <= b[2] and b[1] <= a[2] and frozenset((a[0], b[0])) not in inplace]
     assume(pairs)
     a, b = data.draw(st.sampled_from(pairs))
     bad = copy.deepcopy(plan)
-    pa = bad.tensors[a[1]] if a[0] == "t" else bad.scratch[a[1]]
-    pb = bad.tensors[b[1]] if b[0] == "t" else bad.scratch[b[1]]
-    # Move b onto a's first byte. Every member of b's storage group moves with it, so the
-    # corruption is a real overlap, not an inconsistency between alias members.
-    if b[0] == "t":
-        for tid, p in bad.tensors.items():
-            if p.base == "arena" and _root(g, tid) == _root(g, b[1]):
-                p.offset = pa.offset
+    # Move b (its whole storage) onto a's first byte: a real overlap, not an alias mismatch.
+    if b[0].startswith("scratch:"):
+        bad.scratch[b[0][len("scratch:"):]].offset = a[3]
     else:
-        pb.offset = pa.offset
-    end = max(p.offset + p.size for p in list(bad.tensors.values()) + list(bad.scratch.values())
-              if p.base == "arena")
-    bad.arena_bytes = max(-(-end // bad.align) * bad.align, bad.arena_bytes)
-    with pytest.raises(CompilerBug, match="live together and overlap|reported arena"):
-        prove_plan(g, bad, steps)
-    # the overlap itself is the reason, even with the arena size made consistent
-    used = max(p.offset + p.size for p in list(bad.tensors.values()) + list(bad.scratch.values())
-               if p.base == "arena")
-    bad.arena_bytes = -(-used // bad.align) * bad.align
+        _move_storage(g, bad, b[0], a[3])
+    refit_arena(g, bad)
     with pytest.raises(CompilerBug, match="live together and overlap"):
         prove_plan(g, bad, steps)
 
@@ -150,14 +109,14 @@ def test_overlapping_live_tensors_rejected(case, data):
 @SETTINGS
 @given(graphs(), st.data())
 def test_misaligned_offset_rejected(case, data):
-    g, scratch = case
-    plan, steps = _plan(g, scratch)
+    g, _, _ = case
+    plan, steps = plan_of(case)
     wide = [tid for tid, p in plan.tensors.items()
-            if p.base == "arena" and g.t(tid).dtype not in ("int8", "uint8") and p.size > 0]
+            if p.base == "arena" and g.t(tid).dtype not in ("int8", "uint8", "bool") and g.t(tid).nbytes > 0]
     assume(wide)
     tid = data.draw(st.sampled_from(wide))
     bad = copy.deepcopy(plan)
-    bad.tensors[tid].offset += 1
+    _move_storage(g, bad, root_of(g)(tid), bad.tensors[tid].offset + 1)
     bad.arena_bytes += bad.align   # keep it inside the arena: misalignment must be the reason
     with pytest.raises(CompilerBug, match="is not .*-byte aligned"):
         prove_plan(g, bad, steps)
@@ -166,8 +125,8 @@ def test_misaligned_offset_rejected(case, data):
 @SETTINGS
 @given(graphs(), st.sampled_from([-16, 16, 32, -1, 1]))
 def test_wrong_arena_size_rejected(case, delta):
-    g, scratch = case
-    plan, steps = _plan(g, scratch)
+    g, _, _ = case
+    plan, steps = plan_of(case)
     assume(plan.arena_bytes + delta >= 0)
     bad = copy.deepcopy(plan)
     bad.arena_bytes += delta
@@ -175,27 +134,108 @@ def test_wrong_arena_size_rejected(case, delta):
         prove_plan(g, bad, steps)
 
 
-def test_chained_reshapes_between_user_buffers_keep_their_own_buffers():
-    """input -> RESHAPE -> t -> RESHAPE -> output: each RESHAPE alone has one user side, but
-    aliasing both would make the input and the output one storage group (the input would
-    be read from the output buffer). At most one of them may be aliased."""
-    t = {f"t{i}": Tensor(f"t{i}", (8,), "int8") for i in range(3)}
-    g = Graph("g", t, [Op("RESHAPE", ["t0"], ["t1"], index=0), Op("RESHAPE", ["t1"], ["t2"], index=1)],
-              ["t0"], ["t2"])
-    g = alias_reshapes(g)
-    plan = plan_memory(g)
-    prove_plan(g, plan, {})
-    assert plan.tensors["t0"].base == "input" and plan.tensors["t2"].base == "output"
-    assert sum(bool(op.attrs.get("alias_of_input")) for op in g.ops) == 1
-
-
-def test_proof_rejects_user_buffer_mixup():
-    t = {f"t{i}": Tensor(f"t{i}", (8,), "int8") for i in range(3)}
-    g = Graph("g", t, [Op("ADD", ["t0"], ["t1"], index=0), Op("ADD", ["t1"], ["t2"], index=1)],
-              ["t0"], ["t2"])
-    plan = plan_memory(g)
-    prove_plan(g, plan, {})
+@SETTINGS
+@given(graphs(), st.data())
+def test_dropped_placement_rejected(case, data):
+    g, _, _ = case
+    plan, steps = plan_of(case)
+    tid = data.draw(st.sampled_from(sorted(plan.tensors)))
     bad = copy.deepcopy(plan)
-    bad.tensors["t0"].base = "output"
-    with pytest.raises(CompilerBug, match="graph input t0"):
-        prove_plan(g, bad, {})
+    del bad.tensors[tid]
+    with pytest.raises(CompilerBug, match="have no placement" if not g.t(tid).variable else "state storage"):
+        prove_plan(g, bad, steps)
+
+
+@SETTINGS
+@given(graphs(), st.data())
+def test_non_view_op_marked_alias_rejected(case, data):
+    """Even with its output moved onto its input's bytes (so that the plan looks consistent),
+    an op that computes something cannot be declared a view."""
+    g, _, _ = case
+    plan, steps = plan_of(case)
+    root, users = root_of(g), set(g.inputs) | set(g.outputs)
+    act = lambda t: t is not None and not g.t(t).is_const and not g.t(t).variable   # noqa: E731
+    ops = [s for s, op in enumerate(g.ops)
+           if op.kind not in VIEW_KINDS and op.inputs and op.outputs and act(op.inputs[0])
+           and act(op.outputs[0]) and not any(root(t) == root(op.outputs[0]) for t in users)]
+    assume(ops)
+    s = data.draw(st.sampled_from(ops))
+    bad_g, bad = copy.deepcopy(g), copy.deepcopy(plan)
+    op = bad_g.ops[s]
+    src, moved = bad.tensors[op.inputs[0]], root(op.outputs[0])
+    for tid, p in bad.tensors.items():
+        if root(tid) == moved:
+            p.base, p.index, p.offset = src.base, src.index, src.offset
+    op.attrs["alias_of_input"] = True
+    refit_arena(bad_g, bad)
+    with pytest.raises(CompilerBug, match="is not a shape-only view op"):
+        prove_plan(bad_g, bad, steps)
+
+
+@SETTINGS
+@given(graphs(), st.data(), st.sampled_from(["grow", "shrink", "dtype"]))
+def test_alias_of_another_size_rejected(case, data, how):
+    g, _, _ = case
+    plan, steps = plan_of(case)
+    ops = [s for s, op in enumerate(g.ops) if op.attrs.get("alias_of_input")]
+    assume(ops)
+    bad_g = copy.deepcopy(g)
+    t = bad_g.t(bad_g.ops[data.draw(st.sampled_from(ops))].outputs[0])
+    if how == "grow":
+        t.shape = (t.size + 1,)
+    elif how == "shrink":
+        assume(t.size > 0)
+        t.shape = (t.size - 1,)
+    else:
+        t.dtype = "int16" if t.dtype != "int16" else "uint8"
+    bad = copy.deepcopy(plan)
+    refit_arena(bad_g, bad)
+    with pytest.raises(CompilerBug, match="marked alias_of_input but views"):
+        prove_plan(bad_g, bad, steps)
+
+
+# ---- the in-place rule ------------------------------------------------------------------------
+
+def _named_pair(msg, root):
+    m = re.search(r"arena proof: (\S+) and (\S+) are live together and overlap", msg)
+    assert m, msg
+    return frozenset(root(t) for t in m.groups())
+
+
+@SETTINGS
+@given(graphs(), st.data(), st.sampled_from(["read later", "output larger", "offsets differ"]))
+def test_broken_inplace_rule_rejected(case, data, how):
+    """Take an op the planner ran in place and break one condition of the rule: the proof
+    must then see its input and output as two live tensors sharing bytes. Only cases where
+    that pair is the sole new conflict count, so the rule itself must be what rejects them."""
+    g, _, _ = case
+    plan, steps = plan_of(case)
+    used = _inplace_used(g, plan)
+    assume(used)
+    step = data.draw(st.sampled_from(used))
+    root = root_of(g)
+    a, b = g.ops[step].inputs[0], g.ops[step].outputs[0]
+    pair = frozenset((root(a), root(b)))
+    assume(g.t(a).nbytes > 0 and g.t(b).nbytes > 0)
+    before = conflicts(g, plan, steps)
+    bad_g, bad, bad_steps = copy.deepcopy(g), copy.deepcopy(plan), dict(steps)
+    if how == "read later":
+        # a new op right after it reads the input again; its own output sits past the arena
+        n = f"t{len(bad_g.tensors)}"
+        bad_g.tensors[n] = Tensor(n, (1,), "int8")
+        bad_g.ops.insert(step + 1, Op("X", [a], [n], name="reader", index=999))
+        bad.tensors[n] = Placement("arena", 0, bad.arena_bytes, 1)
+        bad_steps = {k: s + (s > step) for k, s in steps.items()}
+    elif how == "output larger":
+        item = bad_g.t(b).nbytes // bad_g.t(b).size
+        for tid, t in bad_g.tensors.items():
+            if root(tid) == root(b) and not t.is_const:
+                t.shape = (g.t(a).nbytes // item + 1,)
+    else:
+        assume(g.t(a).nbytes > plan.align)
+        _move_storage(bad_g, bad, root(b), bad.tensors[b].offset + plan.align)
+    refit_arena(bad_g, bad)
+    assume(conflicts(bad_g, bad, bad_steps) <= before)
+    with pytest.raises(CompilerBug, match="live together and overlap") as e:
+        prove_plan(bad_g, bad, bad_steps)
+    assert _named_pair(str(e.value), root_of(bad_g)) == pair

@@ -70,6 +70,12 @@ def test_budgets_that_fit_pass(models_dir, tmp_path):
     p = eerie(models_dir / "kws_ref_model.tflite", "-o", tmp_path / "o", "--arena-budget", "16000",
               "--stack-budget", "4096")
     assert p.returncode == 0, p.stderr
+    # the budgets met are part of what was verified, with the figures held against them
+    r = json.loads((tmp_path / "o" / "report.json").read_text())
+    check = next(v for v in r["verified"] if v["check"] == "budgets")
+    assert check == {"check": "budgets", "ok": True, "arena_budget": 16000, "arena_bytes": r["arena_bytes"],
+                     "stack_budget": 4096, "stack_bound_bytes": r["stack_bound_bytes"]}
+    assert r["arena_bytes"] <= 16000 and r["stack_bound_bytes"] <= 4096
 
 
 def test_bad_budget_value(models_dir, tmp_path):

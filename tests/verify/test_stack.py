@@ -8,6 +8,7 @@ import pytest
 
 from conftest import require_tools
 from eerie_c.errors import CompilerBug
+from eerie_c.verify.lib_stack_table import MULTILIB_STACK
 from eerie_c.verify.stack import ARM_EXTERNAL_STACK, parse_ci, stack_bound
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2"]
@@ -140,11 +141,19 @@ def test_external_callee_allowance_arm(tmp_path, cross_cc):
 __attribute__((noinline)) float act(float v) { volatile float t[4]; t[0] = v; return expf(t[0]); }
 float entry(float v) { return act(v) + 1.0f; }
 """
+    # With an FPU, expf is charged its depth measured for the hard-float multilib (16 B),
+    # not the soft-float maximum over all multilibs (80 B).
+    own = MULTILIB_STACK["thumb/v7e-m+fp/hard"]["expf"]
+    assert own < ARM_EXTERNAL_STACK["expf"]
     r = stack_bound(_write(tmp_path, src), [], "arm-none-eabi-gcc", STRICT + ARM_M4, "entry")
-    assert r["externals"] == {"expf": ARM_EXTERNAL_STACK["expf"]}
+    assert r["externals"] == {"expf": own}
     assert r["path"] == ["entry", "act", "expf"]
     f = r["functions"]
-    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f["act"]["frame"] + ARM_EXTERNAL_STACK["expf"]
+    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f["act"]["frame"] + own
+    # The M0 multilib's expf could not be bounded from its code: the all-multilib figure.
+    assert "expf" not in MULTILIB_STACK["thumb/v6-m/nofp"]
+    r = stack_bound(_write(tmp_path, src), [], "arm-none-eabi-gcc", STRICT + ["-mcpu=cortex-m0", "-mthumb"], "entry")
+    assert r["externals"]["expf"] == ARM_EXTERNAL_STACK["expf"]
 
 
 @pytest.mark.parametrize("cc,flags", TOOLCHAINS[:2])
