@@ -27,6 +27,7 @@ from .progress import stage
 from .names import check_name, check_sources, default_name, merge_files, model_name  # noqa: F401 (API)
 from .output import write_files  # noqa: F401 (API)
 
+
 @dataclass
 class CompileResult:
     name: str

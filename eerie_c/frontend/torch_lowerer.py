@@ -117,13 +117,6 @@ class _Lowerer:
         self.counter += 1
         return f"t{self.counter}_{hint}"[:48]
 
-    def where(self, label: str = "") -> str:
-        """Where a tensor comes from, for messages: the FX node being lowered."""
-        if self.node is not None:
-            kind = "input" if self.node.op == "placeholder" else "node"
-            return f"{kind} {self.node.name}"
-        return label or "the program"
-
     def check_limits(self, shape, dtype: str, label: str, activation: bool):
         """The IR's limits (frontend/validate.py) on every tensor the walker makes, so that
         a .pt2 whose sizes were edited fails here in one line, not in a kernel or the C proof."""
@@ -131,7 +124,10 @@ class _Lowerer:
         problem = shape_problem(shape, "shape", np.dtype(DTYPE_NP[dtype]).itemsize,
                                 allow_zero=not activation)
         if problem:
-            raise EerieError(f"{self.where(label)}: {problem}")
+            node = self.node
+            where = (f"{'input' if node.op == 'placeholder' else 'node'} {node.name}"
+                     if node is not None else label or "the program")
+            raise EerieError(f"{where}: {problem}")
 
     def tensor(self, shape, dtype: str, label: str = "") -> Act:
         tid = self.new_id(label or "x")

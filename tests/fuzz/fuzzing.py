@@ -125,6 +125,25 @@ def locate_fields(buf: bytes) -> list[tuple[str, int]]:
     return out
 
 
+def locate_data(buf: bytes, per_buffer: int = 16) -> list[tuple[str, int]]:
+    """Positions inside the constant buffers (weights, biases): corrupting them never breaks
+    the file's structure, so such mutants reach the kernels and the emitter with NaN, inf,
+    huge or arbitrary constants (the structured fields above are mostly refused earlier)."""
+    out: list[tuple[str, int]] = []
+    m = tflite.Model.GetRootAs(buf, 0)
+    for i in range(m.BuffersLength()):
+        tab = m.Buffers(i)._tab
+        o = tab.Offset(4)
+        size = tab.VectorLen(o) if o else 0
+        if size < 4:
+            continue
+        start = tab.Vector(o)
+        for j in range(min(per_buffer, size // 4)):
+            pos = start + 4 * ((j * (size // 4)) // min(per_buffer, size // 4))
+            out += [("f32", pos), ("i32", pos), ("u8", pos)]
+    return out
+
+
 FMT = {"i32": "<i", "u32": "<I", "u8": "<B", "f32": "<f", "i64": "<q"}
 SPECIAL = {
     "i32": [-1, 0, 1, 2, 3, 4, 7, 16, 255, 65535, 65536, 1 << 20, 1 << 24, 1 << 30,
