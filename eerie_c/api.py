@@ -3,8 +3,6 @@ write) and run (compile, build, execute, read outputs back)."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -24,14 +22,10 @@ from .plan import plan_memory, prove_plan
 from .toolchain.build import build_host
 from .toolchain.targets import get_target
 from .verify import verify_generated
-from .budgets import check_budgets, record_board_budget
+from .budgets import check_budgets, check_limits, record_board_budget
 from .progress import stage
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
-               "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-               "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-               "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "main"}
+from .names import check_name, check_sources, default_name, merge_files, model_name  # noqa: F401 (API)
+from .output import write_files  # noqa: F401 (API)
 
 
 @dataclass
@@ -43,36 +37,6 @@ class CompileResult:
     graph: Graph
     out_dir: Path | None = None
     extra: dict = field(default_factory=dict)
-
-
-def default_name(path: Path) -> str:
-    s = re.sub(r"[^0-9a-zA-Z_]+", "_", Path(path).stem).strip("_").lower() or "model"
-    return usable_name(("m_" + s) if s[0].isdigit() else s)
-
-
-def usable_name(s: str) -> str:
-    """A name eerie-c derived itself (from a file or class name, not given by the user) made a
-    valid C identifier: a C keyword or reserved name (`float`, `int`, `main`) gets `_model`
-    appended, eerie-c's own EERIE_ prefix an `m_` in front, and a long one is cut."""
-    if s.upper().startswith("EERIE_"):
-        s = "m_" + s
-    s = s[:57]
-    try:
-        return check_name(s)
-    except EerieError:
-        return check_name(s + "_model")
-
-
-def check_name(name: str) -> str:
-    if not _IDENT.fullmatch(name) or name in _C_KEYWORDS:
-        raise EerieError(f"--name {name!r} is not a valid C identifier")
-    # Identifiers starting with "__" or "_" + capital (_Bool, _Complex, ...) are reserved
-    # for the implementation; eerie-c's own EERIE_ prefix is reserved for its macros.
-    if name.startswith("__") or re.match(r"_[A-Z]", name) or name.upper().startswith("EERIE_"):
-        raise EerieError(f"--name {name!r} is not a valid C identifier (reserved)")
-    if len(name) > 63:
-        raise EerieError(f"--name {name[:20]!r}... is not a valid C identifier (longer than 63 characters)")
-    return name
 
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
@@ -93,11 +57,12 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         in_arena = bool(inputs_in_arena and not getattr(g, "dynamic_batch", None)
                         and getattr(g, "dynamic_dims", None) is None)
         plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
+        flash_consts = sum(const_bytes(c) for c in ctx.consts)
+        check_limits(name, tgt, plan.arena_bytes, flash_consts, plan.state_bytes)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
         verify_graph(g, "planning")
     with stage("C emission"):
         files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
-    flash_consts = sum(const_bytes(c) for c in ctx.consts)
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
         "arena_bytes": plan.arena_bytes, "flash_bytes": flash_consts, "constant_bytes": flash_consts,
@@ -166,7 +131,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     if brd is not None:
         _add_firmware(res, brd)
     if out_dir is not None:
-        res.files.update(report_files(res))
+        merge_files(res.files, report_files(res), "report")
         write_files(Path(out_dir), res.files)
         res.out_dir = Path(out_dir)
     return res
@@ -178,8 +143,8 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     for `target` (by default the board's, else the host). Returns the result and the Board
     (None without one)."""
     path = Path(model)
-    name = check_name(name) if name else default_name(path)
     brd, target = _board_and_target(board, target)
+    name = model_name(path, name, brd)
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
@@ -203,58 +168,6 @@ def report_files(res: CompileResult) -> dict[str, str | bytes]:
         for p in draw_memory_plan(res.graph, res.extra["plan"], Path(tmp)):
             files[p.name] = p.read_bytes()
     return files
-
-
-def write_files(out_dir: Path, files: dict[str, str]):
-    """Write all files to a temporary directory first, then move each into place: a failed
-    compile never leaves a half-written output directory."""
-    out_dir = Path(out_dir)
-    parent = out_dir.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
-    try:
-        for rel, text in sorted(files.items()):
-            p = tmp / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(text, bytes):
-                p.write_bytes(text)
-            else:
-                # Model-supplied text (file and tensor names) may hold any code point.
-                p.write_text(text, encoding="utf-8", errors="backslashreplace")
-        created = not out_dir.exists()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        backup, moved = tmp / ".previous", []
-        try:
-            for rel in sorted(files):
-                dest = out_dir / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if dest.is_file():   # keep the previous version until every file is in place
-                    (backup / rel).parent.mkdir(parents=True, exist_ok=True)
-                    _keep_copy(dest, backup / rel)
-                moved.append(rel)
-                os.replace(tmp / rel, dest)
-        except BaseException:
-            # Interrupted half-way (Ctrl-C, I/O error): put the previous files back.
-            for rel in reversed(moved):
-                try:
-                    if (backup / rel).exists():
-                        os.replace(backup / rel, out_dir / rel)
-                    elif (out_dir / rel).exists():
-                        (out_dir / rel).unlink()
-                except OSError:
-                    pass
-            if created:
-                shutil.rmtree(out_dir, ignore_errors=True)
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _keep_copy(src: Path, dst: Path):
-    try:
-        os.link(src, dst)          # same directory tree: a hard link costs nothing
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def load_inputs(g_inputs: list[dict], arrays: list[np.ndarray]) -> tuple[list[np.ndarray], bool]:
@@ -325,8 +238,9 @@ def _run_host(res: CompileResult, arrays: list[np.ndarray], work: Path) -> list[
     name = res.name
     ctx = {"name": name, "version": __version__,
            "inputs": io_info(res.graph, res.graph.inputs), "outputs": io_info(res.graph, res.graph.outputs)}
-    res.files["host_main.c"] = render("host_main.c.j2", **ctx)
-    write_files(work, {**res.files, "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"})
+    merge_files(res.files, {"host_main.c": render("host_main.c.j2", **ctx)}, "host harness")
+    write_files(work, merge_files(dict(res.files), {
+        "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"}, "host run"))
     with stage(f"host build and run: {arrays[0].shape[0]} inference(s)"):
         exe = build_host(work, name, get_target("host"), ["host_main.c"])
         (work / "inputs.bin").write_bytes(pack_records(arrays))
@@ -356,9 +270,10 @@ def _add_firmware(res: CompileResult, brd) -> None:
     res.report["budget"] = check_budget(brd, res.name, res.report)
     if getattr(res.graph, "dynamic_dims", None) is not None:
         from .torch_api import dynamic_firmware   # the harness passes the sizes of each inference
-        res.files.update(dynamic_firmware(res, brd))
+        merge_files(res.files, dynamic_firmware(res, brd), "firmware project")
     else:
-        res.files.update(firmware_files(res, brd))
+        merge_files(res.files, firmware_files(res, brd), "firmware project")
+    check_sources(res.files)   # make's stack/<stem>.o and implicit rules: no clashes
     with stage(f"firmware stack bound on {brd.name}"):
         res.report.update(prove_firmware_stack(res, brd, res.files))
     b = res.report["budget"]

@@ -53,3 +53,27 @@ def parse_bytes(text: str) -> int:
     if value < 0:
         raise EerieError(f"not a byte count: {text!r} (negative)")
     return value
+
+
+# The generated C indexes the arena and each constant array with int offsets and sizes (as the
+# per-tensor limits of frontend/validate.py assume), and a 32-bit Cortex-M cannot address
+# more than 4 GiB in all: beyond these a model cannot work on any target, and the C compiler
+# would fail (an exit-3 "bug") instead of a clear refusal.
+MAX_ARENA_BYTES = 2 ** 31 - 1
+MAX_CONSTANT_BYTES = 2 ** 31 - 1
+ADDRESS_SPACE_32 = 2 ** 32
+
+
+def check_limits(name: str, target, arena: int, constants: int, state: int) -> None:
+    """Refuse a plan no target can hold (EerieError, one line with the figures)."""
+    if arena > MAX_ARENA_BYTES:
+        raise EerieError(f"model {name}: the activation arena needs {arena} bytes, more than the "
+                         f"{MAX_ARENA_BYTES} bytes generated C can address (int offsets)")
+    if constants > MAX_CONSTANT_BYTES:
+        raise EerieError(f"model {name}: the constants need {constants} bytes, more than the "
+                         f"{MAX_CONSTANT_BYTES} bytes generated C can address (int offsets)")
+    total = arena + constants + state
+    if target.embedded and total >= ADDRESS_SPACE_32:
+        raise EerieError(f"model {name}: arena ({arena} B), constants ({constants} B) and state "
+                         f"({state} B) total {total} bytes, more than {target.name}'s 32-bit "
+                         f"address space ({ADDRESS_SPACE_32} bytes)")

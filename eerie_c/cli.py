@@ -93,10 +93,12 @@ def _load_npy(path: str) -> np.ndarray:
 
 
 def cmd_compile(argv):
-    from .api import compile_model, default_name
+    from .api import compile_model
+    from .names import model_name
     a = _compile_parser().parse_args(argv)
-    out = a.out or (a.name or default_name(a.model))
-    res = compile_model(a.model, out, target=a.target, name=a.name, board=a.board,
+    name = model_name(a.model, a.name, a.board)   # also the default output directory
+    out = a.out or name
+    res = compile_model(a.model, out, target=a.target, name=name, board=a.board,
                         max_iterations=a.max_iterations, **_budgets(a))
     r = res.report
     if a.board:
@@ -250,7 +252,38 @@ def _verbosity(argv: list[str]) -> list[str]:
     return rest
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _signals_interrupt() -> dict:
+    """SIGTERM and SIGHUP (a killed job, a closed terminal) raise KeyboardInterrupt like
+    Ctrl-C, so that an interrupted write puts the previous output back (output.py) instead
+    of dying between two files. A signal the caller ignores (nohup) stays ignored. Returns
+    the previous handlers."""
+    import signal
+    old = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        try:
+            if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, _interrupt)
+        except ValueError:   # not the main thread: leave the handlers alone
+            pass
+    return old
+
+
 def main(argv=None) -> int:
+    import signal
+    old = _signals_interrupt()
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv) -> int:
     argv = _verbosity(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in COMMANDS:

@@ -19,10 +19,16 @@ def _object_name(model) -> str:
     import re
     if hasattr(model, "graph_signature"):   # an ExportedProgram
         return "program"
-    from .api import usable_name
     s = re.sub(r"(?<!^)(?=[A-Z])", "_", type(model).__name__).lower()
-    s = re.sub(r"[^0-9a-z_]+", "_", s).strip("_") or "model"
-    return usable_name(("m_" + s) if s[0].isdigit() else s)
+    return re.sub(r"[^0-9a-z_]+", "_", s).strip("_") or "model"   # made valid by names.pick_name
+
+
+def _name(model, name, board) -> str:
+    """--name as given (checked), else one made from the module's class name; neither may be
+    a file name the generated project uses (names.py)."""
+    from .names import board_ld_stem, check_name, pick_name
+    ld = board_ld_stem(board)
+    return check_name(name, ld) if name else pick_name(_object_name(model), ld)
 
 
 def compile(model, example_args=None, target: str | None = None, board=None, out_dir=None,
@@ -43,8 +49,8 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
                                  max_iterations=max_iterations, arena_budget=arena_budget,
                                  stack_budget=stack_budget)
     from .frontend.torch import load_torch
-    name = api.check_name(name) if name else _object_name(model)
     brd, target = api._board_and_target(board, target)
+    name = _name(model, name, brd)
     g = load_torch(model, example_args, name, max_iterations or DEFAULT_MAX_ITERATIONS,
                    dynamic_shapes)
     res = api.compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)",
@@ -54,7 +60,7 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
     if brd is not None:
         api._add_firmware(res, brd)
     if out_dir is not None:
-        res.files.update(api.report_files(res))
+        api.merge_files(res.files, api.report_files(res), "report")
         api.write_files(Path(out_dir), res.files)
         res.out_dir = Path(out_dir)
     return res
@@ -176,12 +182,12 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
     try:
-        files = dict(res.files)
-        files["report.json"] = json.dumps(res.report, indent=2, sort_keys=True) + "\n"
+        report = {"report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n"}
         if board is None:
-            files["host_main.c"] = render("host_main_dyn.c.j2", name=res.name,
-                                          version=__import__("eerie_c").__version__,
-                                          inputs=io_info(g, g.inputs), outputs=io_info(g, g.outputs), dyn=dyn)
+            files = api.merge_files(dict(res.files), report, "host run")
+            api.merge_files(files, {"host_main.c": render(
+                "host_main_dyn.c.j2", name=res.name, version=__import__("eerie_c").__version__,
+                inputs=io_info(g, g.inputs), outputs=io_info(g, g.outputs), dyn=dyn)}, "host harness")
             api.write_files(work, files)
             exe = build_host(work, res.name, get_target("host"), ["host_main.c"])
             (work / "inputs.bin").write_bytes(b"".join(records))
@@ -194,8 +200,7 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
             from .toolchain.firmware import INPUTS_FILE, OUTPUTS_FILE, build_firmware, elf_sizes
             from .toolchain.qemu import DEFAULT_TIMEOUT, run_qemu
             api._add_firmware(res, board)
-            files.update(res.files)
-            api.write_files(work, files)
+            api.write_files(work, api.merge_files(dict(res.files), report, "firmware run"))
             project = work.resolve()
             elf = build_firmware(project, res.name)
             sizes = elf_sizes(elf)
@@ -270,7 +275,7 @@ def run(model, inputs, example_args=None, target: str | None = None, board=None,
     from .frontend.torch import export_program
     import torch
     ep = export_program(model, example_args)
-    name = api.check_name(name) if name else _object_name(model)
+    name = _name(model, name, board)
     with tempfile.TemporaryDirectory(prefix="eerie-pt2-") as d:
         path = Path(d) / f"{name}.pt2"
         torch.export.save(ep, str(path))

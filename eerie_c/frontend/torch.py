@@ -32,6 +32,8 @@ from __future__ import annotations
 from ..errors import EerieError
 from ..ir import Graph
 from .torch_batch import _PerSampleError
+from .torch_quiet import describe, quiet_torch
+from .validate import shape_problem
 # The walker's names, importable from here as they always were (torch_api, torch_check, tests).
 from .torch_lowerer import (LOWERINGS, Act, _ir_dtype, _Lowerer, _src, _torch,  # noqa: F401
                             lowers, registered_lowerings)
@@ -72,11 +74,12 @@ def export_program(model, example_args=None, dynamic_shapes=None):
 def load_torch(model, example_args=None, name: str = "model",
                max_iterations: int = DEFAULT_MAX_ITERATIONS, dynamic_shapes=None) -> Graph:
     ep = export_program(model, example_args, dynamic_shapes)
-    try:
-        ep = ep.run_decompositions()
-    except Exception as e:
-        raise EerieError(f"torch decomposition to the Core ATen opset failed: {type(e).__name__}: "
-                         f"{' '.join(str(e).split())[:300]}") from None
+    check_inputs(ep)
+    with quiet_torch():
+        try:
+            ep = ep.run_decompositions()
+        except Exception as e:
+            raise EerieError(f"torch decomposition to the Core ATen opset failed: {describe(e)}") from None
     names = _dim_names(ep, dynamic_shapes)
     try:
         return _Lowerer(ep, name, max_iterations, dim_names=names).run()
@@ -87,6 +90,23 @@ def load_torch(model, example_args=None, name: str = "model",
             return _Lowerer(ep, name, max_iterations, dim_names=names, batch_as_dim=True).run()
         except EerieError:
             raise first from None
+
+
+def check_inputs(ep) -> None:
+    """The IR's limits on the program's inputs, before torch traces anything with them: the
+    sizes in a .pt2 file are whatever its JSON says (a [1, 2**33] input once reached the C
+    proof as a CompilerBug)."""
+    torch = _torch()
+    for node in ep.graph_module.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        shape = [d for d in val.shape if isinstance(d, int)]   # dynamic sizes: checked later
+        problem = shape_problem(shape, "shape", val.element_size(), allow_zero=False)
+        if problem:
+            raise EerieError(f"input {node.name}: {problem}")
 
 
 def _dim_names(ep, dynamic_shapes) -> dict:
@@ -135,15 +155,16 @@ def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Gr
     if max_iterations is None:
         max_iterations = DEFAULT_MAX_ITERATIONS
     torch = _torch()
-    import logging
-    quiet = logging.getLogger("torch.export")   # it logs a traceback before raising on a bad file
-    level = quiet.level
-    try:
-        quiet.setLevel(logging.CRITICAL)
-        ep = torch.export.load(str(path))
-    except Exception as e:
-        raise EerieError(f"{path}: not a program saved by torch.export.save ({type(e).__name__}: "
-                         f"{' '.join(str(e).split())[:200]})") from None
-    finally:
-        quiet.setLevel(level)
+    with quiet_torch() as said:
+        try:
+            ep = torch.export.load(str(path))
+        except Exception as e:
+            # torch.export.load logs the real error and raises a generic one ("check the
+            # warnings above", which quiet_torch kept from the terminal): name the real one.
+            real = said.last_exception()
+            if real is None and "warnings above" in str(e):   # nothing logged: no program inside
+                detail = "the archive holds no exported program: no models/*.json"
+            else:
+                detail = describe(real or e)
+            raise EerieError(f"{path}: not a program saved by torch.export.save ({detail})") from None
     return load_torch(ep, None, name, max_iterations)

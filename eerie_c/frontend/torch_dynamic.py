@@ -464,7 +464,7 @@ def _shape_name(dyn, L, e, off):
 
 def param_names(syms, hints: dict) -> list[str]:
     """C parameter names for the dynamic sizes: the torch.export.Dim names where known."""
-    from ..api import _C_KEYWORDS
+    from ..names import _C_KEYWORDS
     names = []
     for k, s in enumerate(syms):
         n = re.sub(r"[^0-9A-Za-z_]", "_", hints.get(s, "") or "")

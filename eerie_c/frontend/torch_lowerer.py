@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Tensor
+from .validate import shape_problem
 
 
 def _torch():
@@ -116,9 +117,23 @@ class _Lowerer:
         self.counter += 1
         return f"t{self.counter}_{hint}"[:48]
 
+    def check_limits(self, shape, dtype: str, label: str, activation: bool):
+        """The IR's limits (frontend/validate.py) on every tensor the walker makes, so that
+        a .pt2 whose sizes were edited fails here in one line, not in a kernel or the C proof."""
+        from ..ir import DTYPE_NP
+        problem = shape_problem(shape, "shape", np.dtype(DTYPE_NP[dtype]).itemsize,
+                                allow_zero=not activation)
+        if problem:
+            node = self.node
+            where = (f"{'input' if node.op == 'placeholder' else 'node'} {node.name}"
+                     if node is not None else label or "the program")
+            raise EerieError(f"{where}: {problem}")
+
     def tensor(self, shape, dtype: str, label: str = "") -> Act:
         tid = self.new_id(label or "x")
-        self.tensors[tid] = Tensor(tid, tuple(int(d) for d in shape), dtype, label or tid)
+        shape = tuple(int(d) for d in shape)
+        self.check_limits(shape, dtype, label, activation=True)
+        self.tensors[tid] = Tensor(tid, shape, dtype, label or tid)
         self.scope.tensors[tid] = self.tensors[tid]
         return Act(tid)
 
@@ -127,6 +142,7 @@ class _Lowerer:
         if not isinstance(value, torch.Tensor):
             value = torch.tensor(value)
         dtype = dtype or _ir_dtype(value.dtype)
+        self.check_limits(tuple(value.shape), dtype, label, activation=False)
         data = _np(value, dtype)
         tid = self.new_id(label)
         t = Tensor(tid, tuple(data.shape), dtype, label, data=data)
@@ -341,7 +357,11 @@ class _Lowerer:
                                  f"{' (' + _src(node) + ')' if _src(node) else ''}")
             return lower_higher_order(self, node, args, kwargs, env)
         if not self._has_act((args, kwargs)):
-            # Everything is known at compile time: let torch compute it.
+            # Everything is known at compile time: let torch compute it (once its size, from
+            # the program's metadata, is known to be within the limits: nothing huge is made).
+            val = node.meta.get("val")
+            if isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in val.shape):
+                self.check_limits(tuple(val.shape), _ir_dtype(val.dtype), node.name, activation=False)
             try:
                 with torch.no_grad():
                     return target(*args, **kwargs)

@@ -183,16 +183,31 @@ def op_where(op) -> str:
 
 def check_shape(shape, where: str, what: str = "shape") -> int:
     """Rank and dimension limits; returns the element count."""
+    problem = shape_problem(shape, what)
+    if problem:
+        raise malformed(problem, where)
+    return math.prod(int(d) for d in shape)
+
+
+def shape_problem(shape, what: str = "shape", itemsize: int = 0, allow_zero: bool = True) -> str | None:
+    """What is wrong with a tensor shape (rank, a negative or, unless allowed, a zero-size
+    dimension, element count, with itemsize its bytes), or None: the IR's limits, whichever
+    frontend built the tensor."""
     if len(shape) > MAX_RANK:
-        raise malformed(f"{what} {list(shape)[:8]} has rank {len(shape)} (at most {MAX_RANK})", where)
+        dims = ", ".join(str(d) for d in list(shape)[:8]) + (", ..." if len(shape) > 8 else "")
+        return f"{what} [{dims}] has rank {len(shape)} (at most {MAX_RANK})"
     count = 1
     for d in shape:
         if d < 0:
-            raise malformed(f"{what} {list(shape)} has a negative dimension", where)
+            return f"{what} {list(shape)} has a negative dimension"
+        if d == 0 and not allow_zero:
+            return f"{what} {list(shape)} has a zero-size dimension (empty tensors are not supported)"
         count *= int(d)
     if count > MAX_ELEMENTS:
-        raise malformed(f"{what} {list(shape)} has {count} elements (at most {MAX_ELEMENTS})", where)
-    return count
+        return f"{what} {list(shape)} has {count} elements (at most {MAX_ELEMENTS})"
+    if count * itemsize > MAX_TENSOR_BYTES:
+        return f"{what} {list(shape)} needs {count * itemsize} bytes (at most {MAX_TENSOR_BYTES})"
+    return None
 
 
 def check_quant(t, where: str) -> None:

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tflite_builder import ACT, ModelBuilder  # noqa: E402
 
 import eerie_c.api as api  # noqa: E402
+import eerie_c.output as output  # noqa: E402
 from eerie_c.errors import EerieError  # noqa: E402
 
 
@@ -148,7 +149,7 @@ def test_interrupted_while_moving_files_into_place(previous, tmp_path, monkeypat
         if len(calls) == 3:
             raise KeyboardInterrupt
         return real(src, dst)
-    monkeypatch.setattr(api.os, "replace", interrupted)
+    monkeypatch.setattr(output.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
         api.compile_model(m, out, name="m")
     monkeypatch.undo()
@@ -156,7 +157,7 @@ def test_interrupted_while_moving_files_into_place(previous, tmp_path, monkeypat
     assert snapshot(out) == before
     _no_temp_dirs(tmp_path)
     # And into a directory that did not exist: nothing is left behind.
-    monkeypatch.setattr(api.os, "replace", interrupted)
+    monkeypatch.setattr(output.os, "replace", interrupted)
     calls.clear()
     with pytest.raises(KeyboardInterrupt):
         api.compile_model(m, tmp_path / "fresh", name="m")

@@ -1,8 +1,12 @@
-"""Two models compiled with different --name values link into one program without symbol
-clashes, and each still computes exactly what TFLM computes: on the host, and as one
-Cortex-M firmware image run in QEMU."""
+"""Two models compiled with different --name values, each into its own directory (the report
+files have fixed names: a second model in the same directory replaces the first's report.json,
+report.md and memory.svg), link into one program without symbol clashes, and each still
+computes exactly what TFLM computes: on the host, and as one Cortex-M firmware image run in
+QEMU. Every external symbol of a model's object starts with NAME_."""
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +26,8 @@ N = 3
 HOST_MAIN = r"""
 #include <stdio.h>
 #include <stdint.h>
-#include "ad.h"
-#include "tiny.h"
+#include "ad/ad.h"
+#include "tiny/tiny.h"
 
 static int8_t ad_in[AD_INPUT0_ELEMENTS], ad_out[AD_OUTPUT0_ELEMENTS];
 static int8_t tiny_in[TINY_INPUT0_ELEMENTS], tiny_out[TINY_OUTPUT0_ELEMENTS];
@@ -51,7 +55,7 @@ FIRMWARE_MAIN = r"""
 #include <stdint.h>
 #include "eerie_rt.h"
 #include "ad.h"
-#include "tiny.h"
+#include "tiny/tiny.h"
 
 static int8_t ad_in[AD_INPUT0_ELEMENTS], ad_out[AD_OUTPUT0_ELEMENTS];
 static int8_t tiny_in[TINY_INPUT0_ELEMENTS], tiny_out[TINY_OUTPUT0_ELEMENTS];
@@ -112,21 +116,27 @@ def _check_outputs(d: Path, ref_a, ref_t):
     np.testing.assert_array_equal(got_t, ref_t)
 
 
+def _own_reports(*dirs_names):
+    """Each directory's report files are its own model's."""
+    for d, name in dirs_names:
+        assert json.loads((d / "report.json").read_text())["name"] == name
+        assert (d / "report.md").is_file() and (d / "memory.svg").is_file()
+
+
 def test_two_models_one_host_program(two, tmp_path):
     ad, tiny, xa, xt, ref_a, ref_t = two
     d = tmp_path / "host"
-    compile_model(ad, d, name="ad")
-    compile_model(tiny, d, name="tiny")
+    compile_model(ad, d / "ad", name="ad")
+    compile_model(tiny, d / "tiny", name="tiny")
+    _own_reports((d / "ad", "ad"), (d / "tiny", "tiny"))
     (d / "main.c").write_text(HOST_MAIN)
     (d / "ad_in.bin").write_bytes(xa.tobytes())
     (d / "tiny_in.bin").write_bytes(xt.tobytes())
     # Separate objects, then one link: a clash of external symbols fails the link.
-    for src in ("ad.c", "tiny.c", "main.c"):
+    for src in ("ad/ad.c", "tiny/tiny.c", "main.c"):
         subprocess.run(["cc", *STRICT, "-O1", "-I.", "-c", src], cwd=d, check=True)
     for obj, prefix in (("ad.o", "ad_"), ("tiny.o", "tiny_")):
-        nm = subprocess.run(["nm", "-g", "--defined-only", obj], cwd=d, check=True,
-                            capture_output=True, text=True).stdout.split()
-        exported = [s for s in nm[2::3]]
+        exported = global_symbols(d / obj)
         assert exported and all(s.startswith(prefix) for s in exported), exported
     subprocess.run(["cc", "ad.o", "tiny.o", "main.o", "-o", "prog", "-lm"], cwd=d, check=True)
     p = subprocess.run(["./prog"], cwd=d, capture_output=True, text=True, timeout=60)
@@ -140,11 +150,12 @@ def test_two_models_one_firmware_image(two, tmp_path, board_tools):
     board = get_board("mps2-an386")
     d = tmp_path / "fw"
     res = compile_model(ad, d, name="ad", board=board.name)
-    compile_model(tiny, d, name="tiny", target=res.target)
+    compile_model(tiny, d / "tiny", name="tiny", target=res.target)   # its own directory
+    _own_reports((d, "ad"), (d / "tiny", "tiny"))
     (d / "main.c").write_text(FIRMWARE_MAIN)
     (d / "ad_in.bin").write_bytes(xa.tobytes())
     (d / "tiny_in.bin").write_bytes(xt.tobytes())
-    srcs = "main.c runtime/eerie_startup.c runtime/eerie_rt.c ad.c tiny.c"
+    srcs = "main.c runtime/eerie_startup.c runtime/eerie_rt.c ad.c tiny/tiny.c"
     b = subprocess.run(["make", "--no-print-directory", "-B", f"SRCS={srcs}", "ad.elf"], cwd=d,
                        capture_output=True, text=True, timeout=300)
     assert b.returncode == 0, b.stdout + b.stderr
@@ -154,3 +165,32 @@ def test_two_models_one_firmware_image(two, tmp_path, board_tools):
     syms = subprocess.run(["arm-none-eabi-nm", "ad.elf"], cwd=d, capture_output=True, text=True).stdout
     assert " ad_invoke" in syms and " tiny_invoke" in syms
     _check_outputs(d, ref_a, ref_t)
+
+
+def global_symbols(obj: Path, nm: str = "nm") -> list[str]:
+    """The external symbols an object defines."""
+    out = subprocess.run([nm, "-g", "--defined-only", str(obj)], check=True, capture_output=True,
+                         text=True).stdout
+    return [line.split()[-1] for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_only_name_prefixed_symbols_are_global(tmp_path, target):
+    """docs/integration.md: NAME_invoke, NAME_inputK_buffer (inputs in the arena) and
+    NAME_reset_state (state) are the only external symbols; everything else is static."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from test_resource_variables import accumulator
+    cc = "cc" if target == "host" else "arm-none-eabi-gcc"
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    m = tmp_path / "acc.tflite"
+    m.write_bytes(accumulator("float32"))
+    res = compile_model(m, tmp_path / "o", name="acc", target=target, inputs_in_arena=True)
+    assert res.report["inputs_in_arena"] and res.report["state_bytes"] > 0
+    obj = tmp_path / "o" / "acc.o"
+    arch = [] if target == "host" else ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                                        "-mfpu=fpv4-sp-d16"]
+    subprocess.run([cc, *STRICT, "-O2", *arch, "-c", "acc.c", "-o", obj.name],
+                   cwd=obj.parent, check=True)
+    syms = global_symbols(obj, "nm" if target == "host" else "arm-none-eabi-nm")
+    assert set(syms) == {"acc_invoke", "acc_input0_buffer", "acc_reset_state"}, syms
