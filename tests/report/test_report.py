@@ -74,7 +74,7 @@ def test_board_budget_rows_and_headroom(models_dir, tmp_path):
                              ("firmware RAM", b["ram_bytes"], b["board_ram_bytes"])):
         (u, c, head, pct), = [v for k, v in rows.items() if k.startswith(label)]
         assert (num(u), num(c), num(head)) == (used, cap, cap - used)
-        assert float(pct) == round(100.0 * (cap - used) / cap, 1)
+        assert pct == f"{100.0 * (cap - used) / cap:.1f}"
     # The model's own flash is labelled as such and is less than the firmware's budget figure.
     model_flash = num(memory_rows(md)["flash: model (code + constants)"])
     assert model_flash == r["model_flash_bytes"] < b["flash_bytes"]
