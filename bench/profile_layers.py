@@ -7,6 +7,7 @@ costs a few dozen instructions of its own, so per-layer figures are slightly hig
 total of a normal build is what bench/compare_tflm.py reports.
 
     python bench/profile_layers.py kws_ref_model [--board mps2-an386]
+    python bench/profile_layers.py examples/tiny_conv.tflite --board microbit
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("model")
     ap.add_argument("--board", default="mps2-an386")
     args = ap.parse_args(argv)
-    path = REPO.parent / "shared" / "models" / f"{args.model}.tflite"
+    path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
     board = get_board(args.board)
     with tempfile.TemporaryDirectory(prefix="eerie-prof-") as tmp:
         out = Path(tmp) / "fw"
@@ -67,7 +68,12 @@ def main(argv=None) -> int:
         main_c = re.sub(r"(ticks = eerie_counter_ticks\(\) - start;)", r"\1" + REPORT.replace("\\", "\\\\"), main_c, count=1)
         (out / "main.c").write_text(main_c)
         spec = res.report["inputs"][0]
-        x = np.random.default_rng(0).integers(-128, 128, size=(1, *spec["shape"]), dtype=np.int8)
+        rng = np.random.default_rng(0)
+        if spec["dtype"].startswith("float"):   # float models (ad01_fp32, pretrainedResnet)
+            x = rng.standard_normal((1, *spec["shape"])).astype(spec["dtype"])
+        else:
+            info = np.iinfo(spec["dtype"])
+            x = rng.integers(info.min, info.max + 1, size=(1, *spec["shape"]), dtype=spec["dtype"])
         (out / INPUTS_FILE).write_bytes(pack_records([x]))
         elf = build_firmware(out, "m")
         run = run_qemu(board, elf, out)

@@ -19,10 +19,12 @@ from .ir import DTYPE_NP, Graph, verify_graph
 from .kernels import const_bytes, lower_graph
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
+from .plan.memory_map import memory_map
 from .toolchain.build import build_host
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
+from .estimate import add_estimates
 from .progress import stage
 from .names import check_name, check_sources, default_name, merge_files, model_name  # noqa: F401 (API)
 from .output import write_files  # noqa: F401 (API)
@@ -70,9 +72,11 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "state_bytes": plan.state_bytes,   # variable tensors: static, outside the arena
         "macs": int(sum(low.macs for low in lowered)),
         "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
-        "ops": [_op_report(g, low, plan) for low in lowered],
+        "ops": [_op_report(g, low, plan, step_of[id(low.op)]) for low in lowered],
+        "memory_plan": memory_map(g, plan),
         "verified": [proof],
     }
+    add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)
     report["verified"] += checks
@@ -85,6 +89,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         report["static_data_bytes"] = max(sizes["data"] + sizes["bss"] - plan.arena_bytes, 0)
     else:
         report["static_data_bytes"] = plan.state_bytes
+    # flash_bytes becomes the whole firmware's after a board run; this stays the model's
+    report["model_flash_bytes"] = report["flash_bytes"]
     report["ram_bytes"] = plan.arena_bytes + report["static_data_bytes"] + report["stack_bound_bytes"]
     budgets = check_budgets(report, arena_budget, stack_budget)
     if budgets is not None:
@@ -104,15 +110,18 @@ def _io_report(g, tids, plan):
     return out
 
 
-def _op_report(g, low, plan):
+def _op_report(g, low, plan, step):
     def where(tid):
         p = plan.tensors[tid]
         return {"tensor": g.t(tid).label, "shape": list(g.t(tid).shape), "bytes": g.t(tid).nbytes,
+                "dtype": g.t(tid).dtype,
                 "storage": p.base if p.base == "arena" else f"{p.base}{p.index}", "offset": p.offset}
-    return {"index": low.op.index, "kind": low.op.kind, "name": low.op.name.split(";")[0],
+    scratch = plan.scratch.get(low.fn_name) if low.scratch_bytes else None
+    return {"index": low.op.index, "step": step, "kind": low.op.kind, "name": low.op.name.split(";")[0],
             "function": low.fn_name, "macs": low.macs, "weight_bytes": low.const_bytes,
             "inputs": [where(t) for t in low.inputs], "outputs": [where(t) for t in low.outputs],
-            "scratch_bytes": low.scratch_bytes}
+            "scratch_bytes": low.scratch_bytes,
+            "scratch_offset": None if scratch is None else scratch.offset}
 
 
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
@@ -160,12 +169,17 @@ def report_files(res: CompileResult) -> dict[str, str | bytes]:
     """report.json, report.md and the memory-plan picture (memory.svg, memory.png)."""
     from .plan.picture import draw_memory_plan
     from .report import render_markdown
+    from .progress import note, stage
+    mp = res.report["memory_plan"]
+    note(f"memory plan: arena {mp['arena_bytes']:,} B in {len(mp['buffers'])} buffers, peak "
+         f"{mp['peak_bytes']:,} B at step {mp['peak_step']}", detail=True)
     files: dict[str, str | bytes] = {
         "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n",
         "report.md": render_markdown(res.report),
     }
-    with tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
-        for p in draw_memory_plan(res.graph, res.extra["plan"], Path(tmp)):
+    with stage("report.md and the memory-plan picture (memory.svg, memory.png)"), \
+            tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
+        for p in draw_memory_plan(mp, res.name, Path(tmp)):
             files[p.name] = p.read_bytes()
     return files
 
@@ -224,6 +238,8 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
             outputs = _run_host(res, arrays, work)
         if not batched:
             outputs = [o[0] for o in outputs]
+        if keep:   # report.json/.md and the picture, now with the run's measurements
+            write_files(work, report_files(res))
         return outputs, res.report
     finally:
         if not keep:
@@ -292,8 +308,6 @@ def _run_board(res: CompileResult, brd, arrays: list[np.ndarray], work: Path,
     from .toolchain.qemu import DEFAULT_TIMEOUT
     _add_firmware(res, brd)
     write_files(work, res.files)
-    with stage(f"firmware build and QEMU run on {brd.name}: {arrays[0].shape[0]} inference(s)"):
-        outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
+    outputs, measured = run_on_board(work, res, brd, arrays, timeout or DEFAULT_TIMEOUT)
     res.report.update(measured)
-    (work / "report.json").write_text(json.dumps(res.report, indent=2, sort_keys=True) + "\n")
     return outputs

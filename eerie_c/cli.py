@@ -21,10 +21,32 @@ examples:
   eerie-c model.tflite --board mps2-an386 -o fw     firmware project: `make`, `make run` (QEMU)
   eerie-c run model.tflite --board mps2-an386 --input x.npy --output y.npy
                                                      run in QEMU; prints instructions, flash, RAM, stack
+  eerie-c run model.tflite --board mps2-an386 --input x.npy -o fw
+                                                     keep the project; report.md has the measurements
+  eerie-c model.tflite --board mps2-an386 --report   a summary: memory, budgets, est. instructions
   eerie-c ops                                        list supported operators and dtypes
   eerie-c boards                                     list boards (CPU, flash, RAM, QEMU machine)
   eerie-c check model.py:Net --shape 1,3,32,32      can this PyTorch program be compiled?
                                                      (exit 0 yes / 1 problems listed / 2 not loaded)
+"""
+
+
+OPS_EXAMPLES = """examples:
+  eerie-c ops                      the operator x dtype matrix (yes = supported)
+  eerie-c ops --markdown           the same as a Markdown table (the README's)
+  eerie-c ops | grep CONV          is a convolution kind supported, and for which dtypes?
+"""
+
+BOARDS_EXAMPLES = """examples:
+  eerie-c boards                                          every board: CPU, flash, RAM, QEMU machine
+  eerie-c model.tflite --board mps2-an386 -o fw           firmware project for one of them
+  eerie-c model.tflite --board my_board.json -o fw        or for your own board file (docs/boards.md)
+"""
+
+CHECK_EXAMPLES = """examples:
+  eerie-c check model.py:Net --shape 1,3,32,32     an nn.Module class built with no arguments
+  eerie-c check model.py:make                      a function returning (module, example_args)
+  eerie-c check model.py:Net --shape 1,8 --shape 1,4   two inputs
 """
 
 
@@ -77,7 +99,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default=None, help="run on this board in QEMU (see `eerie-c boards`)")
     p.add_argument("--timeout", type=float, default=None, help="QEMU time limit in seconds")
     p.add_argument("--name", default=None)
-    p.add_argument("-o", "--out", default=None, help="keep the build directory here")
+    p.add_argument("-o", "--out", default=None,
+                   help="keep the build directory here, with report.json, report.md (measurements "
+                        "included) and memory.svg/.png")
     _budget_args(p)
     _loop_arg(p)
     return p
@@ -104,7 +128,7 @@ def cmd_compile(argv):
     if a.board:
         print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
               f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
-    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json, report.md, memory.svg "
+    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json, report.md, memory.svg/.png "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
           f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)")
     if a.report:
@@ -191,7 +215,8 @@ def ops_table(markdown: bool = False) -> str:
 
 
 def cmd_ops(argv):
-    p = argparse.ArgumentParser(prog="eerie-c ops", description="Supported operators and dtypes.")
+    p = argparse.ArgumentParser(prog="eerie-c ops", description="Supported operators and dtypes.",
+                                epilog=OPS_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true", help="as a Markdown table (the README's)")
     a = p.parse_args(argv)
     print(ops_table(a.markdown))
@@ -199,7 +224,9 @@ def cmd_ops(argv):
 
 def cmd_boards(argv):
     from .toolchain.boards import format_size, list_boards
-    argparse.ArgumentParser(prog="eerie-c boards", description="List the boards eerie-c knows.").parse_args(argv)
+    argparse.ArgumentParser(prog="eerie-c boards", description="List the boards eerie-c knows.",
+                            epilog=BOARDS_EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     rows = [("board", "cpu", "flash", "ram", "qemu machine")]
     for b in list_boards():
         flash = format_size(b.flash.size) + (f" + {format_size(b.rodata.size)} rodata" if b.rodata else "")
@@ -214,7 +241,7 @@ def cmd_check(argv) -> int:
         prog="eerie-c check", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Traceability report for a PyTorch program: every graph break, export failure and\n"
                     "op eerie-c cannot lower, with file:line and the rewrite that fixes it.",
-        epilog="exit status:\n"
+        epilog=CHECK_EXAMPLES + "\nexit status:\n"
                "  0  the program exports in one graph and compiles (warnings allowed)\n"
                "  1  problems found: each is listed with its file:line and the rewrite\n"
                "  2  the program could not be loaded, so nothing was checked: no such file or\n"

@@ -25,20 +25,48 @@ def _shape(s) -> str:
     return "x".join(map(str, s)) or "scalar"
 
 
+MEMORY_ROWS = (
+    ("arena_bytes", "activation arena"),
+    ("state_bytes", "state (variable tensors, persist across calls)"),
+    ("constant_bytes", "constants (weights, requantization)"),
+    ("code_bytes", "code (model object)"),
+    ("model_flash_bytes", "flash: model (code + constants)"),
+    ("static_data_bytes", "model static data (besides the arena)"),
+    ("stack_bound_bytes", "stack bound (proven)"),
+    ("ram_bytes", "RAM: model (arena + static data + stack bound)"),
+)
+# After `eerie-c run --board`: the built firmware, measured.
+MEASURED_ROWS = (
+    ("flash_bytes", "flash: whole firmware ELF (model + runtime + harness, measured)"),
+    ("ram_static_bytes", "firmware data + bss (measured)"),
+    ("invoke_stack_bytes", "stack used by NAME_invoke (measured in QEMU)"),
+    ("stack_high_water_bytes", "stack high-water of the whole firmware (measured)"),
+    ("firmware_stack_bound_bytes", "stack bound of the whole firmware (proven: start-up, harness, model, one interrupt)"),
+)
+BUDGET_LABELS = {"flash": "firmware flash (model + runtime + harness, compile-time figure)",
+                 "RAM": "firmware RAM (arena + static data + I/O buffers + stack reserve)"}
+
+
 def _budget_rows(r: dict) -> list[tuple[str, str, str, str]]:
-    """Board budgets (the firmware's needs: model + runtime + I/O buffers) with headroom."""
+    """Board budgets (the firmware's needs: model + runtime + I/O buffers) with headroom;
+    none without a board."""
     b = r.get("budget") or {}
     rows = []
-    for what, used, cap in (("flash", b.get("flash_bytes", r.get("flash_bytes")), b.get("board_flash_bytes")),
-                            ("RAM", b.get("ram_bytes", r.get("ram_bytes")), b.get("board_ram_bytes"))):
-        if used is None:
+    for what, used, cap in (("flash", b.get("flash_bytes"), b.get("board_flash_bytes")),
+                            ("RAM", b.get("ram_bytes"), b.get("board_ram_bytes"))):
+        if used is None or cap is None:
             continue
-        head = "-" if cap is None else f"{int(cap) - int(used):,} B ({100.0 * (int(cap) - int(used)) / int(cap):.1f}%)"
+        head = f"{int(cap) - int(used):,} B ({100.0 * (int(cap) - int(used)) / int(cap):.1f}%)"
         rows.append((what, _b(used), _b(cap), head))
     return rows
 
 
+def _measured(r: dict) -> bool:
+    return r.get("instructions") is not None
+
+
 def render_markdown(r: dict) -> str:
+    from .report_sections import layer_rows, measurement_lines
     out = [f"# {r['name']}: eerie-c compile report", ""]
     out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
@@ -48,33 +76,19 @@ def render_markdown(r: dict) -> str:
             q = f", scale {t['scale']:.6g}, zero point {t['zero_point']}" if t.get("scale") is not None else ""
             out.append(f"- {kind[:-1]} {k}: {t['dtype']} {_shape(t['shape'])} ({t['bytes']} B){q}")
     out += ["", "## Memory", "", "| item | bytes |", "|---|---:|"]
-    for key, label in (("arena_bytes", "activation arena"), ("state_bytes", "state (variable tensors, persist across calls)"),
-                       ("constant_bytes", "constants (weights, requantization)"),
-                       ("code_bytes", "code"), ("flash_bytes", "flash total"),
-                       ("static_data_bytes", "model static data (besides the arena)"),
-                       ("ram_static_bytes", "firmware data + bss (measured)"), ("stack_bound_bytes", "stack bound (proven)"),
-                       ("ram_bytes", "RAM total (arena + static + stack bound)"),
-                       ("invoke_stack_bytes", "stack used by NAME_invoke (measured in QEMU)"),
-                       ("stack_high_water_bytes", "stack high-water of the whole firmware (measured)"),
-                       ("firmware_stack_bound_bytes", "stack bound of the whole firmware (proven: start-up, harness, model, one interrupt)")):
-        if r.get(key) is not None:
-            out.append(f"| {label} | {int(r[key]):,} |")
-    rows = _budget_rows(r)
-    if rows:
-        out += ["", "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
-        out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    if r.get("instructions") is not None:
-        out += ["", f"Measured instructions per inference: {int(r['instructions']):,}"]
-    out += ["", "## Layers", "",
-            "| # | layer | op | output shape | MACs | weight bytes | activation bytes | est. instructions |",
-            "|---:|---|---|---|---:|---:|---:|---:|"]
-    for op in r.get("ops", []):
-        act = sum(t["bytes"] for t in op["inputs"] + op["outputs"])
-        outs = ", ".join(_shape(t["shape"]) for t in op["outputs"])
-        est = op.get("est_instructions")
-        name = _cell(op.get("name") or op["function"])
-        out.append(f"| {op['index']} | {name} | {op['kind']} | {outs} | {op['macs']:,} | "
-                   f"{op.get('weight_bytes', 0):,} | {act:,} | {'-' if est is None else f'{int(est):,}'} |")
+    rows = MEMORY_ROWS + (MEASURED_ROWS if _measured(r) else MEASURED_ROWS[-1:])
+    for key, label in rows:
+        value = r.get(key, r.get("flash_bytes") if key == "model_flash_bytes" else None)
+        if value is not None:
+            out.append(f"| {label} | {int(value):,} |")
+    budget = _budget_rows(r)
+    if budget:
+        out += ["", f"Board budget ({_cell(r.get('board', '?'))}): what the whole firmware needs, "
+                "so more than the model's figures above.", "",
+                "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
+        out += [f"| {BUDGET_LABELS[a]} | {b} | {c} | {d} |" for a, b, c, d in budget]
+    out += measurement_lines(r)
+    out += ["", "## Layers", ""] + layer_rows(r)
     out += ["", "## Verification", ""]
     for v in r.get("verified", []):
         details = ", ".join(f"{k} {v[k]}" for k in sorted(v) if k not in ("check", "ok") and not isinstance(v[k], (dict, list)))
@@ -87,13 +101,17 @@ def summary_text(r: dict) -> str:
              + (f" on {r['board']}" if r.get("board") else "")
              + f": {len(r.get('ops', []))} layers, {r.get('macs', 0):,} MACs"]
     mem = [f"arena {_b(r.get('arena_bytes'))}", f"constants {_b(r.get('constant_bytes'))}"]
-    for key, label in (("stack_bound_bytes", "stack bound"), ("ram_bytes", "RAM"), ("flash_bytes", "flash")):
+    for key, label in (("stack_bound_bytes", "stack bound"), ("ram_bytes", "RAM"),
+                       ("model_flash_bytes", "flash (model)")):
         if r.get(key) is not None:
             mem.append(f"{label} {_b(r[key])}")
     lines.append("  memory: " + ", ".join(mem))
     for a, b, c, d in _budget_rows(r):
         if c != "-":
             lines.append(f"  {a}: {b} of {c}, headroom {d}")
+    if r.get("est_instructions") is not None:
+        lines.append(f"  instructions per inference: ~{int(r['est_instructions']):,} (compile-time estimate)"
+                     + (f", {int(r['instructions']):,} measured" if _measured(r) else ""))
     checks = r.get("verified", [])
     lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))
     return "\n".join(lines)

@@ -229,6 +229,8 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
             results.append(got)
         if pos != len(raw):
             raise EerieError(f"the run wrote {len(raw)} bytes of outputs, expected {pos}")
+        if keep:   # report.json/.md and the picture, now with the run's measurements
+            api.write_files(work, api.report_files(res))
         return results, res.report
     finally:
         if not keep:

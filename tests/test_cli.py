@@ -3,12 +3,24 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import tflm_run
+from conftest import have_tool, tflm_run
+from eerie_c.cli import COMMANDS as CLI_COMMANDS
 from tflite_builder import ModelBuilder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))   # report_md: report.md's tables
+
+
+@pytest.fixture(scope="module")
+def board_tools():
+    """Like the board tests: FAIL (never skip) without the cross toolchain and QEMU."""
+    missing = [t for t in ("arm-none-eabi-gcc", "qemu-system-arm", "make") if not have_tool(t)]
+    if missing:
+        pytest.fail(f"these tests need {', '.join(missing)} on PATH (.ci/setup installs them)")
 
 
 def eerie(*args, cwd=None):
@@ -254,19 +266,118 @@ def test_ops_output_dtypes_are_what_the_kernels_lower():
     assert not bad, bad
 
 
-def test_verbose_progress_and_quiet(models_dir, tmp_path):
-    p = eerie("-v", models_dir / "ad01_int8.tflite", "-o", tmp_path / "a")
-    assert p.returncode == 0
-    stages = [ln for ln in p.stderr.splitlines() if ln.startswith("eerie-c: ")]
-    for what in ("frontend", "kernel lowering", "memory plan", "C emission", "verification"):
-        assert any(what in ln and ln.endswith(" s)") for ln in stages), (what, p.stderr)
-    q = eerie("-q", models_dir / "ad01_int8.tflite", "-o", tmp_path / "b")
-    assert q.returncode == 0 and q.stderr == ""
+def eerie_tty(*args, cwd=None):
+    """Run with stderr on a pseudo-terminal (progress is on by default only on a terminal);
+    returns (exit status, what reached the terminal)."""
+    import os
+    import pty
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([sys.executable, "-m", "eerie_c.cli", *map(str, args)], cwd=cwd,
+                           stdout=subprocess.PIPE, stderr=slave, timeout=600)
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:   # EIO: the terminal's other side is closed and drained
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-def test_version_and_help_examples():
+COMPILE_STAGES = ("frontend", "kernel lowering", "memory plan and its proof", "C emission",
+                  "verification", "report.md and the memory-plan picture")
+
+
+def _stages(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("eerie-c: ") and ln.endswith(" s)")]
+
+
+def test_progress_default_quiet_verbose_on_a_terminal(models_dir, tmp_path):
+    """On a terminal the default prints one timed line per stage, -q nothing, -v the stages
+    and details; off a terminal (a pipe, CI logs) the default prints nothing."""
+    model = models_dir / "ad01_int8.tflite"
+    runs = {flag: eerie_tty(*([flag] if flag else []), model, "-o", tmp_path / (flag or "default"))
+            for flag in ("", "-q", "-v")}
+    assert all(code == 0 for code, _ in runs.values()), runs
+    default, quiet, verbose = runs[""][1], runs["-q"][1], runs["-v"][1]
+    for what in COMPILE_STAGES:
+        assert any(what in ln for ln in _stages(default)), (what, default)
+    assert "memory plan: arena" not in default            # a detail: -v only
+    assert quiet == ""
+    assert _stages(verbose) and "eerie-c: memory plan: arena" in verbose
+    assert len(verbose.splitlines()) > len(default.splitlines())
+    piped = eerie(model, "-o", tmp_path / "piped")
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_progress_of_a_board_run(board_tools, models_dir, tmp_path):
+    """`run --board` reports the firmware build and the QEMU run too (and -v the measurement)."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 640), np.int8))
+    args = ("run", models_dir / "ad01_int8.tflite", "--board", "mps2-an386", "--input", x)
+    code, default = eerie_tty(*args)
+    assert code == 0, default
+    lines = _stages(default)
+    assert any("firmware build (make, arm-none-eabi-gcc) for mps2-an386" in ln for ln in lines), default
+    assert any("QEMU run on mps2-an386" in ln and "1 inference(s)" in ln for ln in lines), default
+    code, verbose = eerie_tty("-v", *args)
+    assert code == 0 and "instructions per inference (worst of 1)" in verbose, verbose
+    code, quiet = eerie_tty("-q", *args)
+    assert code == 0 and quiet == ""
+
+
+@pytest.mark.parametrize("cmd,example", [([], "eerie-c model.tflite -o"), (["run"], "eerie-c run model.tflite"),
+                                         (["ops"], "eerie-c ops --markdown"), (["boards"], "eerie-c boards"),
+                                         (["check"], "eerie-c check model.py:Net")])
+def test_help_has_examples_for_every_command(cmd, example):
+    h = eerie(*cmd, "--help")
+    assert h.returncode == 0 and "examples:" in h.stdout and example in h.stdout, h.stdout
+    assert set(CLI_COMMANDS) == {"run", "ops", "boards", "check"}   # a new command needs a case here
+
+
+def test_version():
+    from eerie_c import __version__
     v = eerie("--version")
-    assert v.returncode == 0 and v.stdout.startswith("eerie-c ")
-    for cmd in ([], ["run"]):
-        h = eerie(*cmd, "--help")
-        assert h.returncode == 0 and "examples:" in h.stdout and "eerie-c run" in h.stdout
+    assert v.returncode == 0 and v.stdout.strip() == f"eerie-c {__version__}"
+
+
+def test_run_on_board_writes_report_md_with_the_measurements(board_tools, models_dir, tmp_path):
+    """`run --board -o DIR` leaves report.json, report.md and the picture, and report.md's
+    figures are the measured ones in report.json."""
+    from report_md import memory_rows, num
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(2).integers(-128, 128, size=(3, 1, 640), dtype=np.int8))
+    out = tmp_path / "fw"
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--board", "mps2-an386", "--input", x, "-o", out)
+    assert p.returncode == 0, p.stderr
+    for f in ("report.json", "report.md", "memory.svg", "memory.png", "ad01_int8.elf"):
+        assert (out / f).is_file(), f
+    r = json.loads((out / "report.json").read_text())
+    md = (out / "report.md").read_text()
+    rows = memory_rows(md)
+    assert num(rows["flash: whole firmware ELF (model + runtime + harness, measured)"]) == r["flash_bytes"]
+    assert num(rows["flash: model (code + constants)"]) == r["model_flash_bytes"] < r["flash_bytes"]
+    assert num(rows["firmware data + bss (measured)"]) == r["ram_static_bytes"]
+    assert num(rows["stack used by NAME_invoke (measured in QEMU)"]) == r["invoke_stack_bytes"]
+    assert num(rows["stack high-water of the whole firmware (measured)"]) == r["stack_high_water_bytes"]
+    per = r["instructions_per_inference"]
+    assert len(per) == 3 and r["instructions"] == max(per)
+    assert f"Measured instructions per inference: {r['instructions']:,} (worst of 3;" in md
+    assert f"- each inference: {', '.join(f'{n:,}' for n in per)}" in md
+    assert (f"- compile-time estimate: {r['est_instructions']:,} "
+            f"({r['est_instructions'] / r['instructions']:.2f}x the measurement)") in md
+
+
+def test_host_run_writes_report_files(models_dir, tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((1, 640), np.int8))
+    out = tmp_path / "h"
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--input", tmp_path / "x.npy", "-o", out)
+    assert p.returncode == 0, p.stderr
+    for f in ("report.json", "report.md", "memory.svg", "memory.png"):
+        assert (out / f).is_file(), f

@@ -1,84 +1,132 @@
-"""The memory plan as a picture: x = execution step, y = arena offset, one rectangle per
-buffer labelled with the layer that produces it, the peak marked. matplotlib, headless."""
+"""memory.svg / memory.png: the arena plan of report.json's "memory_plan" as a picture.
+
+x = execution step, y = arena offset, one numbered rectangle per buffer, a key beside the plot
+(number -> what lives there, bytes, offset, steps) so even a 12-byte buffer is identified, the
+arena size and the peak marked above the plot. The SVG carries ids a test (or a script) can
+use: rectangle `buf-N`, its number `num-N`, key cells `key-N-steps|bytes|offset|label`.
+
+matplotlib through its object API (Figure + the Agg canvas, settings in an rc_context): no
+pyplot, no global backend or rcParams change for a program that imports eerie_c.
+"""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
-from ..ir import Graph
 from ..report import printable
-from .arena import Plan
+
+KEY_CHARS = 56          # label characters in the key
+FONT = "DejaVu Sans"    # shipped with matplotlib: the same glyphs (and bytes) on every machine
+MONO = "DejaVu Sans Mono"
+RC = {"svg.hashsalt": "eerie-c", "svg.fonttype": "none", "font.family": FONT,
+      "path.simplify": False, "hatch.color": "0.45", "hatch.linewidth": 0.5}
 
 
-def _layer_of(g: Graph, tid: str) -> str:
-    for op in g.ops:
-        if tid in op.outputs:
-            # "model/layer/Relu;..." -> "layer": the most specific scope name.
-            parts = [p for p in op.name.split(";")[0].split("/") if p]
-            label = parts[-2] if len(parts) >= 2 else (parts[0] if parts else "")
-            return printable(label, 28) or op.kind
-    return printable(g.t(tid).label, 28) or tid
+def ascii_label(text: str, limit: int = 60) -> str:
+    """Model text made safe for a picture: printable (report.printable), and every non-ASCII
+    character written as a \\uXXXX escape: the fonts matplotlib ships lack CJK and emoji
+    glyphs and would draw empty boxes (and warn on stderr)."""
+    out = "".join(ch if ord(ch) < 128 else (f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+                  for ch in printable(text, 4 * limit + 8))
+    return out if len(out) <= limit else out[:limit - 3] + "..."
 
 
-def arena_rectangles(g: Graph, plan: Plan) -> list[dict]:
-    """One entry per arena buffer: steps [start, end], bytes [offset, offset + size), label."""
-    rects = []
-    for b in plan.buffers:
-        if b.user is not None or b.size == 0:
-            continue
-        if b.key.startswith("scratch:"):
-            name = b.key[len("scratch:"):]
-            rects.append({"label": printable(f"scratch {name}", 32), "start": b.start, "end": b.end,
-                          "offset": plan.scratch[name].offset, "size": b.size})
-        else:
-            rects.append({"label": _layer_of(g, b.members[0]), "start": max(b.start, 0), "end": b.end,
-                          "offset": plan.tensors[b.key].offset, "size": b.size})
-    return rects
+def _short(r: dict) -> str:
+    """The in-box name: the first (..last) layer, without the sharing note the key gives."""
+    if r["kind"] == "scratch":
+        return "scratch"
+    names = r.get("layers") or [r["label"]]
+    return ascii_label(names[0] + (f"..{names[-1]}" if len(names) > 1 else ""), 40)
 
 
-def peak_step(rects: list[dict], steps: int) -> tuple[int, int]:
-    """The step with the most live arena bytes, and that many bytes."""
-    best = (0, 0)
-    for s in range(max(steps, 1)):
-        live = sum(r["size"] for r in rects if r["start"] <= s <= r["end"])
-        if live > best[1]:
-            best = (s, live)
-    return best
+def _layout(mp: dict) -> dict:
+    """Figure geometry in inches: the plot widens with the steps, the figure grows with the key."""
+    rows = len(mp["buffers"]) + 1
+    plot_w = max(5.5, min(13.0, 0.42 * mp["steps"] + 2.5))
+    longest = max([len(ascii_label(r["label"], KEY_CHARS)) for r in mp["buffers"]] + [10])
+    key_w = 1.93 + 0.056 * longest    # the label column starts 1.68 in into the key
+    left, gap, right, bottom, top = 0.9, 0.35, 0.15, 0.6, 0.6
+    plot_h = max(4.2, 0.13 * rows + 0.4)
+    w, h = left + plot_w + gap + key_w + right, bottom + plot_h + top
+    return {"size": (w, h), "axes": [left / w, bottom / h, plot_w / w, plot_h / h],
+            "key_x": (left + plot_w + gap) / w, "key_top": (bottom + plot_h) / h, "row": 0.13 / h}
 
 
-def draw_memory_plan(g: Graph, plan: Plan, out_dir: Path, stem: str = "memory") -> list[Path]:
+def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
+    """Write STEM.svg and STEM.png into out_dir from report.json's "memory_plan"."""
     import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    # Fixed fonts and metadata: the same plan always gives the same bytes.
-    matplotlib.rcParams["svg.hashsalt"] = "eerie-c"
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    rects = arena_rectangles(g, plan)
-    steps = len(g.ops)
-    fig, ax = plt.subplots(figsize=(max(6.0, min(16.0, 0.45 * steps + 3)), 5.5))
-    cmap = plt.get_cmap("tab20")
-    for k, r in enumerate(rects):
-        ax.add_patch(Rectangle((r["start"] - 0.45, r["offset"]), r["end"] - r["start"] + 0.9, r["size"],
-                               facecolor=cmap(k % 20), edgecolor="black", linewidth=0.5, alpha=0.85))
-        if r["size"] >= 0.04 * max(plan.arena_bytes, 1):
-            ax.text((r["start"] + r["end"]) / 2, r["offset"] + r["size"] / 2,
-                    f"{r['label']}\n{r['size']} B", ha="center", va="center", fontsize=6)
-    step, live = peak_step(rects, steps)
-    ax.axhline(plan.arena_bytes, color="red", linestyle="--", linewidth=1)
-    ax.text(-0.5, plan.arena_bytes, f" arena {plan.arena_bytes} B", color="red", va="bottom", fontsize=8)
-    ax.axvspan(step - 0.5, step + 0.5, color="red", alpha=0.08)
-    ax.text(step, plan.arena_bytes * 0.02, f"peak: step {step}\n{live} B live", color="red",
-            ha="center", va="bottom", fontsize=7)
-    ax.set_xlim(-1, max(steps, 1))
-    ax.set_ylim(0, max(plan.arena_bytes, 1) * 1.08)
-    ax.set_xlabel("execution step (op index)")
-    ax.set_ylabel("arena offset (bytes)")
-    ax.set_title(f"{printable(g.name)}: activation arena plan ({plan.arena_bytes} B)")
-    fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.svg", out_dir / f"{stem}.png"]
-    fig.savefig(paths[0], metadata={"Date": None, "Creator": "eerie-c"})
-    fig.savefig(paths[1], dpi=110, metadata={"Software": "eerie-c"})
-    plt.close(fig)
+    with matplotlib.rc_context(RC), warnings.catch_warnings():
+        # Labels are ASCII already; this only keeps any other font warning off the user's stderr.
+        warnings.simplefilter("ignore", UserWarning)
+        lay = _layout(mp)
+        fig = Figure(figsize=lay["size"])
+        FigureCanvasAgg(fig)
+        ax = fig.add_axes(lay["axes"])
+        _draw(fig, ax, mp, name, lay)
+        fig.savefig(paths[0], metadata={"Date": None, "Creator": "eerie-c"})
+        fig.savefig(paths[1], dpi=110, metadata={"Software": "eerie-c"})
     return paths
+
+
+def _draw(fig, ax, mp: dict, name: str, lay: dict):
+    from matplotlib import colormaps
+    from matplotlib.patches import Rectangle
+    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+    from .picture_labels import place_numbers
+
+    arena, steps, bufs = mp["arena_bytes"], mp["steps"], mp["buffers"]
+    first = min([r["start"] for r in bufs] + [0])
+    ax.set_xlim(first - 0.7, max(steps, 1) - 0.3)
+    ax.set_ylim(0, max(arena, 1) * 1.1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=min(max(steps, 1) + 1, 24)))
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax.set_xlabel("execution step (position in the op list)", fontsize=8)
+    ax.set_ylabel("arena offset (bytes)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    cmap = colormaps["tab20"]
+    for r in bufs:
+        ax.add_patch(Rectangle((r["start"] - 0.45, r["offset"]), r["end"] - r["start"] + 0.9, r["size"],
+                               facecolor=cmap((r["id"] - 1) % 20), edgecolor="black", linewidth=0.5,
+                               hatch="////" if r["kind"] == "scratch" else None, gid=f"buf-{r['id']}"))
+    # Arena size and peak: above every rectangle, so no text sits on a coloured box.
+    ax.axhline(arena, color="red", linestyle="--", linewidth=1)
+    label = ax.text(first - 0.6, arena, f"arena {arena:,} B", color="red", va="bottom", fontsize=7,
+                    parse_math=False, gid="arena-label")
+    place_numbers(fig, ax, bufs, _short, avoid=[label])
+    step, live = mp["peak_step"], mp["peak_bytes"]
+    ax.axvspan(step - 0.5, step + 0.5, color="red", alpha=0.08, linewidth=0, zorder=0)
+    ax.annotate(f"peak: step {step}, {live:,} B live", xy=(step, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=7,
+                color="darkred", annotation_clip=False, gid="peak-label",
+                arrowprops={"arrowstyle": "-|>", "color": "darkred", "linewidth": 0.8})
+    fig.text(0.5, 1 - 0.08 / lay["size"][1], f"{ascii_label(name)}: activation arena plan ({arena:,} B, "
+             f"{len(bufs)} buffers)", ha="center", va="top", fontsize=10, parse_math=False)
+    _key(fig, bufs, lay, cmap)
+
+
+def _key(fig, bufs: list[dict], lay: dict, cmap):
+    """The key: one row per rectangle, colour swatch, number, steps, bytes, offset, what."""
+    from matplotlib.patches import Rectangle
+    x0, y, row = lay["key_x"], lay["key_top"], lay["row"]
+    w = lay["size"][0]
+    cols = [("#", 0.16, "right"), ("steps", 0.3, "left"), ("bytes", 1.12, "right"),
+            ("offset", 1.57, "right"), ("what", 1.68, "left")]
+    for title, dx, ha in cols:
+        fig.text(x0 + dx / w, y, title, ha=ha, va="top", fontsize=6.5, fontweight="bold", family=MONO)
+    for r in bufs:
+        y -= row
+        fig.patches.append(Rectangle((x0 - 0.1 / w, y - 0.8 * row), 0.1 / w, 0.65 * row,
+                                     transform=fig.transFigure, facecolor=cmap((r["id"] - 1) % 20),
+                                     edgecolor="black", linewidth=0.3,
+                                     hatch="////" if r["kind"] == "scratch" else None))
+        steps = str(r["start"]) if r["start"] == r["end"] else f"{r['start']}..{r['end']}"
+        cells = [("id", str(r["id"])), ("steps", steps), ("bytes", f"{r['size']:,}"),
+                 ("offset", f"{r['offset']:,}"), ("label", ascii_label(r["label"], KEY_CHARS))]
+        for (_, dx, ha), (what, text) in zip(cols, cells):
+            fig.text(x0 + dx / w, y, text, ha=ha, va="top", fontsize=6.5, family=MONO,
+                     parse_math=False, gid=f"key-{r['id']}-{what}")

@@ -16,6 +16,7 @@ from ..emit import render
 from ..emit.c import io_info
 from ..errors import CompilerBug, EerieError
 from ..ir import DTYPE_NP
+from ..progress import note, stage
 from ..resources import resource_dir
 from .boards import Board
 from .build import run_cmd
@@ -136,14 +137,18 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
                  timeout: float = DEFAULT_TIMEOUT) -> tuple[list[np.ndarray], dict]:
     """Build the project, run all records in one QEMU boot, return outputs and measurements."""
     project = Path(project).resolve()
-    elf = build_firmware(project, res.name)
+    with stage(f"firmware build (make, arm-none-eabi-gcc) for {board.name}"):
+        elf = build_firmware(project, res.name)
     sizes = elf_sizes(elf)
     n = arrays[0].shape[0]
     (project / INPUTS_FILE).write_bytes(pack_records(arrays))
     out_path = project / OUTPUTS_FILE
     if out_path.exists():
         out_path.unlink()
-    run = run_qemu(board, elf, project, timeout)
+    with stage(f"QEMU run on {board.name} ({board.qemu_machine}): {n} inference(s)"):
+        run = run_qemu(board, elf, project, timeout)
+    note(f"measured: {max(run.instructions):,} instructions per inference (worst of {n}), "
+         f"stack high-water {run.values.get('stack_high_water_bytes')} B", detail=True)
     if run.values.get("inferences") != n or len(run.instructions) != n:
         raise CompilerBug(f"the firmware on {board.name} ran {run.values.get('inferences')} of {n} "
                           f"inferences:\n{run.stdout[-2000:]}")

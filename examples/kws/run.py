@@ -2,7 +2,7 @@
 """Keyword spotting on an emulated Cortex-M board, end to end with eerie-c's Python API.
 
 Compiles kws_dscnn.tflite (a small int8 DS-CNN, built by make_model.py) for a board, writes
-the firmware project, report.md and memory.svg (the arena plan) to build/kws/, runs a few
+the firmware project, report.md and memory.svg/.png (the arena plan) to build/kws/, runs a few
 synthetic "MFCC" inputs in QEMU, checks the outputs against the tflite-micro runtime (when
 installed: they must be bit-exact), and prints the top keyword per input and the
 measurements (instructions per inference, flash, RAM, proven stack bound vs measured stack).
@@ -28,7 +28,6 @@ try:
 except ImportError:      # run from a source checkout without `pip install .`
     sys.path.insert(0, str(HERE.parents[1]))
 from eerie_c.api import compile_model, run_model  # noqa: E402
-from eerie_c.report import render_markdown  # noqa: E402
 
 
 def _model_module():
@@ -63,7 +62,7 @@ def main(argv=None) -> int:
     mk = _model_module()
     out = Path(a.out)
 
-    # 1. Compile: firmware project, report.json, report.md and memory.svg in OUTDIR.
+    # 1. Compile: firmware project, report.json, report.md and memory.svg/.png in OUTDIR.
     res = compile_model(MODEL, out_dir=out, board=a.board)
     r = res.report
     print(f"compiled {MODEL.name} for {r['board']} ({r['target']}): {len(r['ops'])} layers, "
@@ -78,9 +77,9 @@ def main(argv=None) -> int:
     xf = mk.synthetic_mfcc(rng, spoken)
     x = np.clip(np.round(xf / inp["scale"] + inp["zero_point"]), -128, 127).astype(np.int8)
 
-    # 3. Build the firmware and run every input in one QEMU boot.
+    # 3. Build the firmware and run every input in one QEMU boot (report.md, report.json and
+    #    the memory picture in OUTDIR are rewritten with the measurements).
     (y,), measured = run_model(MODEL, [x], board=a.board, out_dir=out)
-    (out / "report.md").write_text(render_markdown(measured), encoding="utf-8")   # with measurements
     out_spec = measured["outputs"][0]
     probs = (y.reshape(len(x), -1).astype(np.float64) - out_spec["zero_point"]) * out_spec["scale"]
     for k, (s, p) in enumerate(zip(spoken, probs)):

@@ -1,51 +1,80 @@
-"""report.md and the memory-plan picture: the markdown's numbers are report.json's, and the
-picture exists for every shared model and shows what it claims (one rectangle per arena
-buffer, at its planned offset, the arena size and the peak marked)."""
+"""report.md's numbers are report.json's (memory, layers with input and output shapes, the
+instruction estimate, the board budget and headroom)."""
 import json
 import re
-import xml.etree.ElementTree as ET
+import sys
+from pathlib import Path
 
 import pytest
 
 from eerie_c.api import compile_model
-from eerie_c.plan.picture import arena_rectangles, peak_step
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_md import layer_rows, memory_rows, num  # noqa: E402
 
 MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8", "pretrainedResnet", "ad01_fp32"]
 
 
-def _num(text: str) -> int:
-    return int(text.replace(",", "").replace(" B", ""))
+def _shape(s):
+    return "x".join(map(str, s)) or "scalar"
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_report_md_matches_json_and_picture_exists(models_dir, tmp_path, model):
+def test_report_md_matches_json(models_dir, tmp_path, model):
     out = tmp_path / "o"
-    res = compile_model(models_dir / f"{model}.tflite", out, target="cortex-m4")
+    compile_model(models_dir / f"{model}.tflite", out, target="cortex-m4")
     r = json.loads((out / "report.json").read_text())
     md = (out / "report.md").read_text()
-    rows = dict(re.findall(r"^\| ([^|]+?) \| ([\d,]+) \|$", md, re.M))
-    assert _num(rows["activation arena"]) == r["arena_bytes"]
-    assert _num(rows["constants (weights, requantization)"]) == r["constant_bytes"]
-    assert _num(rows["flash total"]) == r["flash_bytes"]
-    assert _num(rows["stack bound (proven)"]) == r["stack_bound_bytes"]
-    assert _num(rows["RAM total (arena + static + stack bound)"]) == r["ram_bytes"]
-    layer_rows = re.findall(r"^\| (\d+) \| [^|]* \| ([A-Z_0-9]+) \| [^|]* \| ([\d,]+) \| ([\d,]+) \|", md, re.M)
-    assert len(layer_rows) == len(r["ops"])
-    for (idx, kind, macs, wbytes), op in zip(layer_rows, r["ops"]):
-        assert (int(idx), kind, _num(macs), _num(wbytes)) == (op["index"], op["kind"], op["macs"], op["weight_bytes"])
+    rows = memory_rows(md)
+    assert num(rows["activation arena"]) == r["arena_bytes"]
+    assert num(rows["constants (weights, requantization)"]) == r["constant_bytes"]
+    assert num(rows["flash: model (code + constants)"]) == r["model_flash_bytes"] == r["flash_bytes"]
+    assert num(rows["stack bound (proven)"]) == r["stack_bound_bytes"]
+    assert num(rows["RAM: model (arena + static data + stack bound)"]) == r["ram_bytes"]
+    assert "budget" not in md.lower()   # no board, no budget table
+
+    layers = layer_rows(md)
+    assert len(layers) == len(r["ops"])
+    for row, op in zip(layers, r["ops"]):
+        assert (int(row["#"]), row["op"], num(row["MACs"]), num(row["weight bytes"])) == \
+               (op["index"], op["kind"], op["macs"], op["weight_bytes"])
+        assert row["input shapes"] == ", ".join(_shape(t["shape"]) for t in op["inputs"])
+        assert row["output shape"] == ", ".join(_shape(t["shape"]) for t in op["outputs"])
+        assert num(row["activation bytes"]) == sum(t["bytes"] for t in op["inputs"] + op["outputs"])
+        # the estimate is filled for a Cortex-M target, and only with positive numbers
+        assert num(row["est. instructions"]) == op["est_instructions"] > 0
     assert sum(op["macs"] for op in r["ops"]) == r["macs"]
+    assert sum(op["est_instructions"] for op in r["ops"]) == r["est_instructions"]
+    assert f"Estimated instructions per inference: {r['est_instructions']:,}." in md
+    assert "compile-time estimate" in md and "not a measurement" in md
     for v in r["verified"]:
         assert f"PASS `{v['check']}`" in md
 
-    # The picture: one rectangle per arena buffer plus the frame, labelled, peak and arena marked.
-    svg = (out / "memory.svg").read_text()
-    root = ET.fromstring(svg)
-    texts = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
-    assert f"arena {r['arena_bytes']} B" in texts and "peak: step" in texts
-    rects = arena_rectangles(res.graph, res.extra["plan"])
-    assert rects and max(x["offset"] + x["size"] for x in rects) <= r["arena_bytes"]
-    step, live = peak_step(rects, len(res.graph.ops))
-    assert f"{live} B live" in texts and live <= r["arena_bytes"]
-    assert (out / "memory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    patches = [p for p in root.iter("{http://www.w3.org/2000/svg}path")]
-    assert len(patches) >= len(rects)
+
+def test_host_target_has_no_estimate(models_dir, tmp_path):
+    """An x86/arm64 host has no calibration: the column says '-', not a made-up number."""
+    out = tmp_path / "o"
+    compile_model(models_dir / "ad01_int8.tflite", out)
+    r = json.loads((out / "report.json").read_text())
+    assert r["est_instructions"] is None and all(op["est_instructions"] is None for op in r["ops"])
+    assert {row["est. instructions"] for row in layer_rows((out / "report.md").read_text())} == {"-"}
+
+
+def test_board_budget_rows_and_headroom(models_dir, tmp_path):
+    out = tmp_path / "fw"
+    compile_model(models_dir / "kws_ref_model.tflite", out, board="mps2-an386")
+    r = json.loads((out / "report.json").read_text())
+    md = (out / "report.md").read_text()
+    b = r["budget"]
+    rows = {m[0]: m[1:] for m in re.findall(r"^\| (firmware [^|]+?) \| ([\d,]+) B \| ([\d,]+) B \| "
+                                             r"([\d,]+) B \(([\d.]+)%\) \|$", md, re.M)}
+    assert set(rows) == {"firmware flash (model + runtime + harness, compile-time figure)",
+                         "firmware RAM (arena + static data + I/O buffers + stack reserve)"}
+    for label, used, cap in (("firmware flash", b["flash_bytes"], b["board_flash_bytes"]),
+                             ("firmware RAM", b["ram_bytes"], b["board_ram_bytes"])):
+        (u, c, head, pct), = [v for k, v in rows.items() if k.startswith(label)]
+        assert (num(u), num(c), num(head)) == (used, cap, cap - used)
+        assert pct == f"{100.0 * (cap - used) / cap:.1f}"
+    # The model's own flash is labelled as such and is less than the firmware's budget figure.
+    model_flash = num(memory_rows(md)["flash: model (code + constants)"])
+    assert model_flash == r["model_flash_bytes"] < b["flash_bytes"]

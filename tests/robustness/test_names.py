@@ -28,9 +28,12 @@ HOSTILE = [
     b"/* nested /* comment",
     b"// line comment \\",
     b"\x00nul\x01\x02\x7f",
+    b"layer/$\\frac{$/x",            # matplotlib mathtext: an unparsable formula in a label
     b"%s%n%x {{ jinja }} {% raw %}",
     b"\xe2\x80\xae right-to-left \xe2\x80\xa8 line separator",
     b"x" * 5000,
+    b"layer/$x^{$/x",
+    "模型/层🙂/Relu".encode(),   # CJK and emoji: glyphs the plot font lacks
 ]
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wvla", "-pedantic", "-Wtrigraphs", "-Wcomment"]
 
@@ -139,7 +142,8 @@ def test_hostile_names_keep_report_and_picture_well_formed(tmp_path):
     A newline or control byte must not break a Markdown row or make the SVG invalid XML."""
     import xml.etree.ElementTree as ET
     model = tmp_path / "m.tflite"
-    model.write_bytes(hostile_model(HOSTILE[5:] + HOSTILE[:5]))   # "\x00nul\x01" names a drawn layer
+    # "\x00nul\x01" names a drawn layer, "layer/$\frac{$/x" the reshape sharing its buffer
+    model.write_bytes(hostile_model(HOSTILE[5:] + HOSTILE[:5]))
     out = tmp_path / "out"
     res = compile_model(model, out, name="hostile")
     ET.parse(out / "memory.svg")   # raises on a character XML 1.0 forbids
@@ -148,4 +152,27 @@ def test_hostile_names_keep_report_and_picture_well_formed(tmp_path):
     table = md.split("## Layers", 1)[1].split("## Verification", 1)[0]
     rows = [ln for ln in table.splitlines() if ln.startswith("|")]
     assert len(rows) == 2 + len(res.report["ops"])   # header, rule, one row per layer
-    assert all(ln.count("|") == 9 for ln in rows), rows
+    assert all(ln.count("|") == 10 for ln in rows), rows
+
+
+@pytest.mark.parametrize("layer", ["\u6a21\u578b/\u5c42\U0001f642/Relu", "layer/$x^{$/x", "a/$\\frac{$/b"])
+def test_picture_labels_any_name_quietly(tmp_path, layer):
+    """A layer name that is a broken TeX formula, or CJK and emoji, is drawn as text: no crash
+    (matplotlib mathtext), no "Glyph missing" warnings on stderr even with -q, and non-ASCII
+    characters shown as \\uXXXX escapes rather than empty boxes."""
+    import xml.etree.ElementTree as ET
+    names = [b"n%d" % i for i in range(10)]
+    names[3] = layer.encode()          # the first FULLY_CONNECTED's output: an arena buffer
+    model = tmp_path / "m.tflite"
+    model.write_bytes(hostile_model(names))
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "eerie_c.cli", "-q", str(model), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    root = ET.parse(out / "memory.svg").getroot()
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert all(t.isascii() for t in texts)
+    label = layer.split("/")[-2]
+    shown = "".join(ch if ord(ch) < 128 else (f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+                    for ch in label)
+    assert any(shown in t for t in texts), (shown, texts)

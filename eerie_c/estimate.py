@@ -1,0 +1,75 @@
+"""Compile-time estimate of the instructions each layer executes on a Cortex-M target.
+
+An estimate, not a measurement: instructions = per_mac x MACs + per_out x output elements
+(+ per_in x input elements, all inputs, for ops without MACs) + a fixed call cost, with the coefficients a
+least-squares fit of per-layer QEMU counts (bench/profile_layers.py: SysTick after every layer,
+-icount shift=0) of the shared models kws_ref_model, vww_96_int8, pretrainedResnet_quant,
+ad01_int8, ad01_fp32 and pretrainedResnet on mps2-an386 (M4), mps2-an500 (M7), mps2-an505
+(M33), mps3-an547 (M55) and mps2-an385 (M3): in-sample, per layer within 0.45-1.75x of the
+measurement (the outliers are small layers: softmax, a model's first convolution, whose few
+input channels make per-pixel work dominate), whole models within 15%. No shared model fits the
+micro:bit (cortex-m0, 16 KiB RAM): its figures are the M3's times V6M_SCALE, the ratio measured
+on examples/tiny_conv.tflite (M0 31.2 vs M3 22.7 instructions per MAC in its convolution, 1.46x
+over the model). Kernels the fit has not seen get their family's generic cost, so treat those
+rows as rough. The host target (whatever the host compiler makes of the C) has no estimate.
+"""
+from __future__ import annotations
+
+import math
+
+# Kernel family per target: which kernels the target's code uses (kernels/_dsp.py, _mve.py).
+FAMILY = {"cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp", "cortex-m55": "mve",
+          "cortex-m3": "v7m", "cortex-m": "v7m", "cortex-m0": "v6m"}
+V6M_SCALE = 1.4   # ARMv6-M (M0) vs ARMv7-M (M3): no MLA/SMLA, fewer addressing modes
+
+# (family, float?) -> kind -> (per_mac, per_out, per_in, fixed). Float kernels are portable C:
+# on cores with an FPU (M4/M7/M33/M55) one table, soft float (M3, the generic target) another.
+COSTS = {
+    ("dsp", False): {"CONV_2D": (1.29, 19.6, 0, 200), "CONV_2D_ADD": (1.23, 103, 0, 200),
+                     "DEPTHWISE_CONV_2D": (4.09, 0.5, 0, 200), "FULLY_CONNECTED": (1.39, 15.2, 0, 150),
+                     "AVERAGE_POOL_2D": (0, 0, 6.3, 150), "SOFTMAX": (0, 80, 0, 700)},
+    ("mve", False): {"CONV_2D": (0.131, 8.4, 0, 200), "CONV_2D_ADD": (0.129, 23.6, 0, 200),
+                     "DEPTHWISE_CONV_2D": (1.31, 0.15, 0, 200), "FULLY_CONNECTED": (0.137, 8.8, 0, 150),
+                     "AVERAGE_POOL_2D": (0, 0, 5.5, 150), "SOFTMAX": (0, 80, 0, 700)},
+    ("v7m", False): {"CONV_2D": (5.16, 67, 0, 200), "CONV_2D_ADD": (5.03, 158, 0, 200),
+                     "DEPTHWISE_CONV_2D": (18.1, 2, 0, 200), "FULLY_CONNECTED": (5.21, 44, 0, 150),
+                     "AVERAGE_POOL_2D": (0, 0, 6.3, 150), "SOFTMAX": (0, 80, 0, 700)},
+    ("fpu", True): {"CONV_2D": (6.67, 19.4, 0, 200), "FULLY_CONNECTED": (6.01, 13.2, 0, 150),
+                    "ADD": (0, 0, 5.8, 150), "AVERAGE_POOL_2D": (0, 0, 5.9, 150),
+                    "SOFTMAX": (0, 90, 0, 700)},
+    ("soft", True): {"CONV_2D": (62.7, 600, 0, 200), "FULLY_CONNECTED": (67.7, 232, 0, 150),
+                     "ADD": (0, 0, 29, 150), "AVERAGE_POOL_2D": (0, 0, 37, 150),
+                     "SOFTMAX": (0, 1400, 0, 700)},
+}
+# Kinds the fit has not seen: the portable C kernels' typical costs per MAC and per element.
+GENERIC = {("dsp", False): (5.0, 20, 8, 150), ("mve", False): (5.0, 20, 8, 150),
+           ("v7m", False): (5.2, 44, 8, 150), ("fpu", True): (6.5, 20, 6, 150),
+           ("soft", True): (65.0, 400, 40, 150)}
+
+
+def _elements(tensors: list[dict]) -> int:
+    return sum(math.prod(t["shape"]) for t in tensors)
+
+
+def estimate_op(op: dict, target: str) -> int | None:
+    """One layer of report.json's "ops" on `target`; None where there is no calibration."""
+    fam = FAMILY.get(target)
+    if fam is None:
+        return None
+    is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
+    scale = V6M_SCALE if fam == "v6m" else 1.0
+    fam = "v7m" if fam == "v6m" else fam
+    key = (("soft" if fam == "v7m" else "fpu"), True) if is_float else (fam, False)
+    per_mac, per_out, per_in, fixed = COSTS[key].get(op["kind"], GENERIC[key])
+    n = (per_mac * op["macs"] + per_out * _elements(op["outputs"])
+         + per_in * _elements(op["inputs"]) + fixed)
+    return int(round(n * scale, -1))
+
+
+def add_estimates(report: dict) -> None:
+    """Fill "est_instructions" per layer and in total (None for an uncalibrated target)."""
+    total = 0
+    for op in report["ops"]:
+        op["est_instructions"] = estimate_op(op, report["target"])
+        total = None if total is None or op["est_instructions"] is None else total + op["est_instructions"]
+    report["est_instructions"] = total if report["ops"] else None

@@ -1,0 +1,85 @@
+"""The arena plan as data for people: one entry per arena buffer (what lives there, at which
+offset, for which steps), the peak, and names a person recognises. It goes into report.json
+as "memory_plan", and memory.svg / memory.png are drawn from that entry alone, so the picture
+can only show what the report says.
+"""
+from __future__ import annotations
+
+from ..ir import Graph
+from .arena import Plan
+
+
+def layer_name(op_name: str, fallback: str = "") -> str:
+    """"model/layer/Relu;model/other/..." -> "layer": the most specific scope of the first
+    name TFLite joined with ';' (the op's own output)."""
+    parts = [p for p in str(op_name).split(";")[0].split("/") if p]
+    return (parts[-2] if len(parts) >= 2 else (parts[0] if parts else "")) or fallback
+
+
+def _producers(g: Graph) -> dict[str, tuple[int, object]]:
+    return {tid: (step, op) for step, op in enumerate(g.ops) for tid in op.outputs if tid is not None}
+
+
+def _group_label(g: Graph, members: list[str], made_by: dict) -> tuple[str, list[str]]:
+    """A shared buffer names the first and last layer writing it and why it is shared: an
+    in-place kernel overwrote its input, or an aliasing op (RESHAPE) only renamed it."""
+    order = sorted(members, key=lambda t: (made_by[t][0] if t in made_by else -1, t))
+    names: list[str] = []
+    how = "reshaped"
+    for tid in order:
+        if tid in made_by:
+            op = made_by[tid][1]
+            name = layer_name(op.name, op.kind)
+            if op.attrs.get("inplace_of_input"):
+                how = "in place"
+        else:   # a graph input: no producing layer
+            name = g.t(tid).label or tid
+        if name not in names:
+            names.append(name)
+    if len(order) == 1 or len(names) == 1:
+        label = names[0] + ("" if len(order) == 1 else f" ({how}, {len(order)} tensors)")
+    else:
+        label = f"{names[0]}..{names[-1]} ({how}, {len(order)} tensors)"
+    return label, names
+
+
+def memory_map(g: Graph, plan: Plan) -> dict:
+    """report.json's "memory_plan": steps are positions in the op list (the order the C runs
+    them; aliasing ops such as RESHAPE take a step but no time); a graph input planned in the
+    arena is live from step -1, before the first op."""
+    made_by = _producers(g)
+    out = []
+    for b in plan.buffers:
+        if b.user is not None or b.size == 0:
+            continue   # caller-owned input/output buffers are not in the arena
+        if b.key.startswith("scratch:"):
+            fn = b.key[len("scratch:"):]
+            op = g.ops[b.start]
+            layer = layer_name(op.name, op.kind)
+            out.append({"kind": "scratch", "label": f"scratch of {layer}", "layers": [layer],
+                        "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
+                        "size": b.size, "start": b.start, "end": b.end})
+            continue
+        label, names = _group_label(g, b.members, made_by)
+        kind = "input" if b.start < 0 else "tensor"
+        out.append({"kind": kind, "label": label, "layers": names, "tensors": len(b.members),
+                    "offset": plan.tensors[b.key].offset, "size": b.size,
+                    "start": b.start, "end": b.end})
+    # Numbered in the order a reader scans the picture: by first step, then bottom to top.
+    out.sort(key=lambda r: (r["start"], r["offset"], r["kind"]))
+    for k, r in enumerate(out, 1):
+        r["id"] = k
+    step, live = peak(out, len(g.ops))
+    return {"arena_bytes": plan.arena_bytes, "steps": len(g.ops), "buffers": out,
+            "peak_step": step, "peak_bytes": live}
+
+
+def peak(buffers: list[dict], steps: int) -> tuple[int, int]:
+    """The first step with the most live arena bytes, and that many bytes (step -1, before
+    the first op, holds only inputs, which op 0 reads: it never beats step 0)."""
+    best = (0, 0)
+    for s in range(max(steps, 1)):
+        live = sum(r["size"] for r in buffers if r["start"] <= s <= r["end"])
+        if live > best[1]:
+            best = (s, live)
+    return best

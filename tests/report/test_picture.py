@@ -1,0 +1,142 @@
+"""memory.svg shows what report.json says, for every shared model: one rectangle per arena
+buffer at its offset and size and over its steps (read back through the SVG's own axis ticks),
+every rectangle numbered and named in the key, the arena size and the peak marked. And the
+buffers themselves are checked against the per-layer tensor offsets in report.json (not
+against the drawing code's input), so a plan the picture invents or misplaces fails."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eerie_c.api import compile_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from svg_plan import read_plan  # noqa: E402
+
+MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8", "pretrainedResnet", "ad01_fp32"]
+CASES = [(m, None) for m in MODELS] + [("kws_ref_model", "mps2-an386")]   # a board: inputs in the arena
+
+
+def _names(op: dict) -> set[str]:
+    """Every scope component of a layer's name and of the tensors it touches."""
+    parts = {op["kind"]}
+    for text in [op["name"]] + [t["tensor"] for t in op["inputs"] + op["outputs"]]:
+        parts |= {p for seg in text.split(";") for p in seg.split("/") if p}
+    return parts
+
+
+def check_buffers_against_ops(r: dict):
+    """report.json's memory_plan agrees with where each layer's tensors are (op offsets)."""
+    mp, ops = r["memory_plan"], r["ops"]
+    bufs = mp["buffers"]
+    assert [b["id"] for b in bufs] == list(range(1, len(bufs) + 1))
+    touching = {b["id"]: [] for b in bufs}
+    for op in ops:
+        for t in op["inputs"] + op["outputs"]:
+            if t["storage"] != "arena":
+                continue
+            home = [b for b in bufs if b["kind"] != "scratch" and b["start"] <= op["step"] <= b["end"]
+                    and b["offset"] <= t["offset"] and t["offset"] + t["bytes"] <= b["offset"] + b["size"]]
+            assert len(home) == 1, (op["index"], t["tensor"], home)
+            touching[home[0]["id"]].append(op)
+        if op["scratch_bytes"]:
+            s = [b for b in bufs if b["kind"] == "scratch" and b["start"] == b["end"] == op["step"]]
+            assert [(b["offset"], b["size"]) for b in s] == [(op["scratch_offset"], op["scratch_bytes"])]
+            touching[s[0]["id"]].append(op)
+    for b in bufs:
+        users = touching[b["id"]]
+        assert users, f"buffer {b['id']} holds no tensor of any layer"
+        first = -1 if b["kind"] == "input" else min(op["step"] for op in users)
+        assert (b["start"], b["end"]) == (first, max(op["step"] for op in users)), b
+        if b["kind"] == "input":
+            assert b["label"] in {t["name"] for t in r["inputs"]}
+        # The name in the key is a layer (or tensor) that lives in this buffer.
+        label = b["label"].removeprefix("scratch of ").split(" (")[0]
+        for name in label.split(".."):
+            assert any(name in _names(op) for op in users) or b["kind"] == "input", (name, b)
+    live = [sum(b["size"] for b in bufs if b["start"] <= s <= b["end"]) for s in range(mp["steps"])]
+    assert (mp["peak_bytes"], mp["peak_step"]) == (max(live), live.index(max(live)))
+    assert mp["peak_bytes"] <= mp["arena_bytes"] == r["arena_bytes"]
+
+
+def check_svg(svg: str, r: dict):
+    mp = r["memory_plan"]
+    pic = read_plan(svg)
+    tol_bytes = 1.0 * pic["bytes_per_unit"] + 1   # one SVG unit (1/72 in) of slack
+    assert set(pic["rects"]) == {b["id"] for b in mp["buffers"]}, "one rectangle per buffer, no more"
+    for b in mp["buffers"]:
+        g = pic["rects"][b["id"]]
+        assert g["x0"] == pytest.approx(b["start"] - 0.45, abs=0.02), b
+        assert g["x1"] == pytest.approx(b["end"] + 0.45, abs=0.02), b
+        assert g["y0"] == pytest.approx(b["offset"], abs=tol_bytes), b
+        assert g["y1"] == pytest.approx(b["offset"] + b["size"], abs=tol_bytes), b
+        # numbered on the plot (inside with a short name, or beside it), named in the key
+        lines = pic["nums"][b["id"]].split("\n")
+        if len(lines) > 1 and lines[-1].endswith(" B"):   # a size line: the buffer's size
+            assert lines.pop() == f"{b['size']:,} B"
+        head = "".join(lines).split(" ", 1)   # a long name may be split over lines at ".."
+        assert head[0] == str(b["id"])
+        if len(head) > 1:
+            short = head[1].removesuffix("...")
+            assert short == "scratch" if b["kind"] == "scratch" else b["label"].startswith(short), (head, b)
+        key = pic["key"][b["id"]]
+        steps = str(b["start"]) if b["start"] == b["end"] else f"{b['start']}..{b['end']}"
+        assert (key["id"], key["steps"], key["bytes"], key["offset"]) == \
+               (str(b["id"]), steps, f"{b['size']:,}", f"{b['offset']:,}")
+        assert key["label"] == b["label"]   # ASCII names: shown unchanged
+    assert pic["texts"]["arena-label"] == f"arena {r['arena_bytes']:,} B"
+    assert pic["texts"]["peak-label"] == f"peak: step {mp['peak_step']}, {mp['peak_bytes']:,} B live"
+
+
+@pytest.mark.parametrize("model,board", CASES)
+def test_picture_shows_the_plan(models_dir, tmp_path, model, board):
+    out = tmp_path / "o"
+    kw = {"board": board} if board else {"target": "cortex-m4"}
+    compile_model(models_dir / f"{model}.tflite", out, **kw)
+    r = json.loads((out / "report.json").read_text())
+    check_buffers_against_ops(r)
+    check_svg((out / "memory.svg").read_text(), r)
+    assert (out / "memory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if board:
+        assert any(b["kind"] == "input" and b["start"] == -1 for b in r["memory_plan"]["buffers"])
+
+
+def test_a_wrong_picture_fails_the_check(models_dir, tmp_path):
+    """The check can fail: a rectangle moved by 64 bytes, or a missing key row, is caught."""
+    out = tmp_path / "o"
+    compile_model(models_dir / "ad01_int8.tflite", out, target="cortex-m4")
+    r = json.loads((out / "report.json").read_text())
+    svg = (out / "memory.svg").read_text()
+    moved = json.loads(json.dumps(r))
+    moved["memory_plan"]["buffers"][0]["offset"] += 64
+    with pytest.raises(AssertionError):
+        check_svg(svg, moved)
+    with pytest.raises(AssertionError):
+        check_buffers_against_ops(moved)
+    cut = svg.replace('id="key-2-label"', 'id="other"')
+    with pytest.raises((AssertionError, KeyError)):
+        check_svg(cut, r)
+
+
+def test_drawing_leaves_matplotlib_alone(models_dir, tmp_path):
+    """A Python API user's backend and rcParams are not changed, pyplot is not imported, and
+    the same model gives byte-identical pictures."""
+    code = f"""
+import matplotlib
+matplotlib.use("svg")
+rc = dict(matplotlib.rcParams)
+import sys
+from eerie_c.api import compile_model
+for d in ("a", "b"):
+    compile_model({str(models_dir / 'ad01_int8.tflite')!r}, {str(tmp_path)!r} + "/" + d)
+assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
+assert "matplotlib.pyplot" not in sys.modules
+changed = [k for k in rc if matplotlib.rcParams[k] != rc[k] and k != "backend"]
+assert not changed, changed
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    for f in ("memory.svg", "memory.png"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
