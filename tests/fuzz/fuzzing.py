@@ -21,6 +21,11 @@ from tflite_builder import ACT, ModelBuilder  # noqa: E402
 SCALE = float(os.environ.get("FUZZ_SCALE", "1.0"))
 SEED = os.environ.get("FUZZ_SEED")
 HANG_SECONDS = int(os.environ.get("FUZZ_HANG_SECONDS", "20"))
+# A full compile (kernels, plan, emit, and the C proofs, which run gcc) of the largest shared
+# model (vww) takes ~7 s on an idle 2-core machine and several times that on a loaded one.
+# The guard is there to turn a hang into a failure, not to time compiles (timing is bench/'s
+# job), so full compiles get a limit no clean compile comes near.
+COMPILE_HANG_SECONDS = int(os.environ.get("FUZZ_COMPILE_HANG_SECONDS", "90"))
 ALL_MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8",
               "pretrainedResnet", "ad01_fp32"]
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from conftest import MODELS  # noqa: E402
-from fuzzing import (ALL_MODELS, apply_mutations, apply_writes, byte_mutations,  # noqa: E402
+from fuzzing import (ALL_MODELS, COMPILE_HANG_SECONDS, HANG_SECONDS, apply_mutations, apply_writes, byte_mutations,  # noqa: E402
                      SEED, field_writes, fuzz_settings, hang_guard, locate_data,
                      locate_fields, small_model)
 
@@ -41,7 +41,7 @@ from eerie_c.kernels import check_supported  # noqa: E402
 
 def frontend_or_clean_error(data: bytes, compile_too: bool) -> str:
     """'ok' / 'error'; anything else (an exception that is not EerieError) fails the test."""
-    with hang_guard():
+    with hang_guard(COMPILE_HANG_SECONDS if compile_too else HANG_SECONDS):
         try:
             g = load_tflite(bytes(data), "m")
             if compile_too:
