@@ -77,9 +77,10 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
-def _split_top(s: str, sep: str) -> list[str]:
-    """Split `s` at `sep` outside strings, parentheses and brackets."""
-    out, depth, start, i, in_str = [], 0, 0, 0, None
+def _outside_strings(s: str, start: int = 0, opens: str = "([", closes: str = ")]"):
+    """Yield (index, char, depth) for each character of `s` from `start` that is not inside
+    a string or character literal; depth counts the open brackets before the character."""
+    depth, i, in_str = 0, start, None
     while i < len(s):
         ch = s[i]
         if in_str:
@@ -89,14 +90,22 @@ def _split_top(s: str, sep: str) -> list[str]:
                 in_str = None
         elif ch in "\"'":
             in_str = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == sep and depth == 0:
+        else:
+            if ch in closes:
+                depth -= 1
+            yield i, ch, depth
+            if ch in opens:
+                depth += 1
+        i += 1
+
+
+def _split_top(s: str, sep: str) -> list[str]:
+    """Split `s` at `sep` outside strings, parentheses and brackets."""
+    out, start = [], 0
+    for i, ch, depth in _outside_strings(s):
+        if ch == sep and depth == 0:
             out.append(s[start:i])
             start = i + 1
-        i += 1
     out.append(s[start:])
     return out
 
@@ -195,21 +204,12 @@ def scan_asm(text: str) -> tuple[str, list[AsmStmt]]:
         if m is None:
             out.append(text[pos:])
             return "".join(out), stmts
-        depth, i, in_str = 1, m.end(), None
-        while i < len(text) and depth:
-            ch = text[i]
-            if in_str:
-                if ch == "\\":
-                    i += 1
-                elif ch == in_str:
-                    in_str = None
-            elif ch in "\"'":
-                in_str = ch
-            elif ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            i += 1
+        # the statement ends at the parenthesis that closes the one _ASM_RE matched
+        i = len(text)    # unterminated: the C parser reports it
+        for j, ch, depth in _outside_strings(text, m.end(), "(", ")"):
+            if depth < 0:
+                i = j + 1
+                break
         body = text[m.end():i - 1]
         sections = _split_top(body, ":")
         line = text.count("\n", 0, m.start()) + 1
