@@ -52,10 +52,12 @@ class Lowered:
     fn_name: str = ""                          # filled in by the lowering driver
     op: Op | None = None
     const_bytes: int = 0                       # flash bytes of the constants it added (driver)
-    # The kernel stays correct when out0 starts at the same byte as in0 (it reads every input
-    # byte before it writes an output byte over it). The planner may then place them so when
-    # in0 is read by no later op (plan/lifetimes.py); plan/proof.py checks that rule.
-    inplace: bool = False
+    # The kernel stays correct when out0 shares bytes with in0 (it reads every input byte
+    # before it writes an output byte over it), in one of two layouts: True or "start",
+    # out0 starts at in0's first byte (out0 no larger than in0); "end", out0 ends at in0's
+    # last byte (in0 sits at the tail of a larger out0). The planner may then place them so
+    # when in0 is read by no later op (plan/lifetimes.py); plan/proof.py checks that rule.
+    inplace: bool | str = False
     # Control flow (IF / WHILE markers): no function; the emitter writes these statements
     # into NAME_invoke itself. (depth change before, lines with {in0}.. for input pointers,
     # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
@@ -260,7 +262,8 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
             name = f"{ctx.layer}_{n}"
         used.add(name)
         low.fn_name, low.op = name, op
-        op.attrs["inplace_of_input"] = bool(low.inplace)   # read by the memory planner
+        # read by the memory planner: False, "start" or "end" (see Lowered.inplace)
+        op.attrs["inplace_of_input"] = "end" if low.inplace == "end" else bool(low.inplace) and "start"
         low.comment = low.comment or f"{op.kind} {c_comment(op.name)}"
         lowered.append(low)
     return lowered, ctx

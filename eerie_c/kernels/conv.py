@@ -277,9 +277,16 @@ def lower_conv2d(op, g, ctx):
         if v["dsp"]:
             # two columns of kp int16, plus the im2col bytes of one window
             scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
-    # In place (out0 at in0's first byte) for the DSP 1x1 kernel with out_c <= in_c: the two
-    # input pixels of a step are copied into the scratch columns before their outputs are
-    # written, and those outputs end no later than the next unread input pixel starts.
-    inplace = bool(x.dtype == "int8" and v.get("dsp") and v.get("direct") and out_c <= in_c)
+    # In place for the DSP 1x1 kernel: the two input pixels of a step are copied into the
+    # scratch columns before their outputs are written. With out_c <= in_c, out0 starts at
+    # in0's first byte ("start"): pixel p's output ends at out_c*(p+1) <= in_c*(p+1), where the
+    # next unread input pixel starts (strides only move that further on). With out_c > in_c,
+    # stride 1 and as many output pixels N as input pixels, in0 sits at the tail of out0
+    # ("end", at byte N*(out_c-in_c)): pixel p's output ends at out_c*(p+1), the next unread
+    # input pixel starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later.
+    inplace = False
+    if x.dtype == "int8" and v.get("dsp") and v.get("direct"):
+        same_pixels = (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w)
+        inplace = "start" if out_c <= in_c else ("end" if same_pixels else False)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Graph
-from .lifetimes import Buffer, buffers, storage_groups
+from .lifetimes import Buffer, buffers
 
 ALIGN = 16
 
@@ -36,6 +36,8 @@ class Plan:
     state_bytes: int = 0
     # graph inputs planned in the arena (NAME_inputK_buffer()) instead of caller buffers
     inputs_in_arena: bool = False
+    # whether "end" in-place layouts were used (lifetimes.storage_layout's `tail`)
+    tail_inplace: bool = True
 
 
 def _align(n: int, a: int) -> int:
@@ -59,7 +61,19 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
 
 def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN,
                 inputs_in_arena: bool = False) -> Plan:
-    bufs = buffers(g, scratch, inputs_in_arena)
+    """Plan with and without the "end" in-place layouts and keep the smaller arena: joining
+    an input into the tail of a larger output saves the input's bytes at that op, but the
+    joined group is one rectangle over both lifetimes, which can cost more elsewhere."""
+    best = None
+    for tail in (False, True):   # a tie keeps the plan without them
+        plan = _plan(g, scratch, align, inputs_in_arena, tail)
+        if best is None or plan.arena_bytes < best.arena_bytes:
+            best = plan
+    return best
+
+
+def _plan(g: Graph, scratch, align: int, inputs_in_arena: bool, tail: bool) -> Plan:
+    bufs = buffers(g, scratch, inputs_in_arena, tail)
     arena_bufs = [b for b in bufs if b.user is None and b.size > 0]
     orderings = [
         sorted(arena_bufs, key=lambda b: (-b.size, b.start, b.key)),
@@ -74,15 +88,15 @@ def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, ali
         if best is None or size < best[0]:
             best = (size, offs)
     arena_bytes, offsets = best
-    rep = storage_groups(g)
-    by_key = {b.key: b for b in bufs}
     tensors, scratch_pl = {}, {}
-    for tid, r in rep.items():
-        b = by_key[r]
+    group_of = {tid: b for b in bufs for tid in b.members}
+    for tid in g.activations():
+        b = group_of[tid]
         if b.user is not None:
             tensors[tid] = Placement(b.user[0], b.user[1], 0, g.t(tid).nbytes)
         else:
-            tensors[tid] = Placement("arena", 0, offsets.get(r, 0), g.t(tid).nbytes)
+            tensors[tid] = Placement("arena", 0, offsets.get(b.key, 0) + b.member_offset[tid],
+                                     g.t(tid).nbytes)
     for b in bufs:
         if b.key.startswith("scratch:"):
             scratch_pl[b.key[len("scratch:"):]] = Placement("arena", 0, offsets.get(b.key, 0), b.size)
@@ -91,4 +105,5 @@ def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, ali
     plan = Plan(arena_bytes, tensors, scratch_pl, bufs, align, state,
                 sum(p.size for p in state.values()))
     plan.inputs_in_arena = inputs_in_arena
+    plan.tail_inplace = tail
     return plan

@@ -1,15 +1,24 @@
 """First and last use of every activation buffer, in op steps.
 
-Tensors joined by an aliasing op (RESHAPE) form one storage group; a group lives from the
-first definition of any member to the last use of any member. Graph inputs are live from
+Tensors joined by an aliasing op (RESHAPE) or by an in-place op form one storage group, each
+member at a fixed byte offset inside it; a group lives from the first definition of any
+member to the last use of any member. Graph inputs are live from
 step -1 (before the first op); graph outputs live to the end. Variable (state) tensors are
 not activations (Graph.activations() leaves them out): they have static storage of their own.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir import Graph
+
+
+def inplace_mode(op) -> str | None:
+    """How an op may run over its input 0 (op.attrs["inplace_of_input"], from
+    Lowered.inplace): "start" (output 0 begins at the input's first byte, True means the
+    same), "end" (output 0 ends at the input's last byte), or None."""
+    v = op.attrs.get("inplace_of_input")
+    return "end" if v == "end" else ("start" if v else None)
 
 
 @dataclass
@@ -20,34 +29,62 @@ class Buffer:
     start: int
     end: int
     user: tuple[str, int] | None = None   # ("input", k) / ("output", k) when it is a user buffer
+    # member -> its byte offset inside the group's storage (0 unless an "end" in-place op
+    # put an input at the tail of its larger output)
+    member_offset: dict[str, int] = field(default_factory=dict)
 
 
-def storage_groups(g: Graph) -> dict[str, str]:
-    """tensor id -> representative id, joining the two sides of each aliasing op, then the
-    input and output of each in-place op whose input storage is read by no later op."""
-    parent: dict[str, str] = {}
+def storage_layout(g: Graph, tail: bool = True) -> dict[str, tuple[str, int]]:
+    """tensor id -> (representative id, byte offset inside the group's storage). Groups join
+    the two sides of each aliasing op (same bytes), then the input and output of each in-place
+    op whose input storage is read by no later op: "start" puts the output at the input's
+    offset, "end" (only with `tail`) puts the input at the output's offset plus the size
+    difference. Offsets are then shifted so each group's lowest member starts at 0."""
+    parent: dict[str, tuple[str, int]] = {}   # x -> (parent, offset of x minus offset of parent)
 
-    def find(x: str) -> str:
-        while parent.get(x, x) != x:
-            x = parent[x]
-        return x
+    def find(x: str) -> tuple[str, int]:
+        off = 0
+        while x in parent:
+            x, d = parent[x][0], parent[x][1] + off
+            off = d
+        return x, off
+
+    def join(a: str, b: str, delta: int) -> None:
+        """Put b at a's offset + delta (both ends' groups move together)."""
+        (ra, oa), (rb, ob) = find(a), find(b)
+        if ra != rb:
+            parent[rb] = (ra, oa + delta - ob)
 
     for op in g.ops:
         if op.attrs.get("alias_of_input"):
-            a, b = find(op.inputs[0]), find(op.outputs[0])
-            if a != b:
-                parent[b] = a
+            join(op.inputs[0], op.outputs[0], 0)
     for step, op in enumerate(g.ops):
-        if op.attrs.get("inplace_of_input") and inplace_allowed(g, step, find):
-            parent[find(op.outputs[0])] = find(op.inputs[0])
-    return {tid: find(tid) for tid in g.activations()}
+        mode = inplace_mode(op)
+        if mode is None or (mode == "end" and not tail):
+            continue
+        if inplace_allowed(g, step, lambda t: find(t)[0], mode):
+            a, b = op.inputs[0], op.outputs[0]
+            join(a, b, 0 if mode == "start" else g.t(a).nbytes - g.t(b).nbytes)
+    placed = {tid: find(tid) for tid in g.activations()}
+    low: dict[str, int] = {}
+    for r, off in placed.values():
+        low[r] = min(low.get(r, off), off)
+    return {tid: (r, off - low[r]) for tid, (r, off) in placed.items()}
 
 
-def inplace_allowed(g: Graph, step: int, find) -> bool:
-    """The rule for running op `step` in place (its output 0 starting at the first byte of its
-    input 0's storage): input 0 is an arena activation, no graph input or output shares its
-    storage or the output's, no later op reads any tensor of the input's storage, and the
-    output is no larger than that storage. plan/proof.py checks the same rule independently."""
+def storage_groups(g: Graph, tail: bool = True) -> dict[str, str]:
+    """tensor id -> representative id of its storage group (storage_layout without offsets)."""
+    return {tid: r for tid, (r, _) in storage_layout(g, tail).items()}
+
+
+def inplace_allowed(g: Graph, step: int, find, mode: str = "start") -> bool:
+    """The rule for running op `step` in place: input 0 is an arena activation, no graph input
+    or output shares its storage or the output's, no later op reads any tensor of the input's
+    storage, and the sizes suit the layout: "start" (output 0 at the input's first byte) needs
+    the output no larger than the input; "end" (the input at the tail of output 0)
+    needs the output at least as large as the input, larger by a multiple of 16 bytes (so
+    every tensor sharing the input's storage keeps the arena's alignment). plan/proof.py
+    checks the same rule independently."""
     op = g.ops[step]
     if not op.inputs or op.inputs[0] is None or not op.outputs:
         return False
@@ -63,7 +100,11 @@ def inplace_allowed(g: Graph, step: int, find) -> bool:
     users = set(g.inputs) | set(g.outputs)
     if any(t in users for t in group_a + group_b):
         return False
-    if g.t(b).nbytes > max(g.t(t).nbytes for t in group_a):
+    if mode == "end":
+        grow = g.t(b).nbytes - g.t(a).nbytes
+        if grow < 0 or grow % 16:
+            return False
+    elif g.t(b).nbytes > g.t(a).nbytes:
         return False
     members = set(group_a)
     for later in g.ops[step + 1:]:
@@ -74,18 +115,20 @@ def inplace_allowed(g: Graph, step: int, find) -> bool:
 
 
 def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
-            inputs_in_arena: bool = False) -> list[Buffer]:
+            inputs_in_arena: bool = False, tail: bool = True) -> list[Buffer]:
     """`scratch` maps an op step to (name, bytes) of a scratch buffer it needs. With
     inputs_in_arena, graph inputs (other than pass-through inputs that are outputs too) are
-    arena buffers live from step -1, not caller buffers."""
-    rep = storage_groups(g)
+    arena buffers live from step -1, not caller buffers. `tail`: as in storage_layout."""
+    layout = storage_layout(g, tail)
+    rep = {tid: r for tid, (r, _) in layout.items()}
     last = len(g.ops)
     groups: dict[str, Buffer] = {}
-    for tid, r in rep.items():
+    for tid, (r, off) in layout.items():
         t = g.t(tid)
         b = groups.setdefault(r, Buffer(r, [], 0, last + 1, -2))
         b.members.append(tid)
-        b.size = max(b.size, t.nbytes)
+        b.member_offset[tid] = off
+        b.size = max(b.size, off + t.nbytes)
     for tid in g.inputs:
         # Live from before the first op even if no op reads it: with inputs_in_arena the caller
         # writes every input before NAME_invoke, so an unread input must not share bytes

@@ -63,7 +63,7 @@ def memory_map(g: Graph, plan: Plan) -> dict:
         label, names = _group_label(g, b.members, made_by)
         kind = "input" if b.start < 0 else "tensor"
         out.append({"kind": kind, "label": label, "layers": names, "tensors": len(b.members),
-                    "offset": plan.tensors[b.key].offset, "size": b.size,
+                    "offset": plan.tensors[b.key].offset - b.member_offset.get(b.key, 0), "size": b.size,
                     "start": b.start, "end": b.end})
     # Numbered in the order a reader scans the picture: by first step, then bottom to top.
     out.sort(key=lambda r: (r["start"], r["offset"], r["kind"]))

@@ -6,7 +6,9 @@ Variable (state) tensors must each have their own static storage, outside the ar
 One exception to "never share a byte", the in-place rule: the output 0 of an op whose kernel
 declared it safe (op.attrs["inplace_of_input"], from Lowered.inplace) may overlap its input 0
 (and tensors aliased with either through RESHAPE) if and only if
-  * the output starts at exactly the input's offset and is no larger than the input,
+  * in the layout the kernel declared: "start", the output starts at exactly the input's
+    offset and is no larger than the input; "end", the output ends at exactly the input's
+    last byte and is no smaller than the input,
   * the input's live range, joined over its aliases, ends at that op (no later op reads it),
   * the op reads the input's storage through that one operand only,
   * neither is a graph input or output (those live in caller buffers anyway).
@@ -107,7 +109,8 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
     users = set(g.inputs) | set(g.outputs)
     pairs = set()
     for step, op in enumerate(g.ops):
-        if not op.attrs.get("inplace_of_input") or not op.inputs or op.inputs[0] is None:
+        mode = op.attrs.get("inplace_of_input")
+        if not mode or not op.inputs or op.inputs[0] is None:
             continue
         a, b = op.inputs[0], op.outputs[0]
         pa, pb = plan.tensors.get(a), plan.tensors.get(b)
@@ -115,7 +118,11 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
             continue
         if a in users or b in users or root(a) == root(b):
             continue
-        if pa.offset != pb.offset or g.t(b).nbytes > g.t(a).nbytes:
+        na, nb = g.t(a).nbytes, g.t(b).nbytes
+        if mode == "end":
+            if pb.offset + nb != pa.offset + na or nb < na:
+                continue
+        elif pa.offset != pb.offset or nb > na:
             continue
         if ranges[a][1] != step:
             continue

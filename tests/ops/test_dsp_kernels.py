@@ -300,6 +300,59 @@ def test_inplace_pointwise(tmp_path, residual):
     check_dsp_target(tmp_path, model, (1, 6, 5, 4))
 
 
+def pw_expand_chain(batches=1, hw=(6, 5), cmid=24, cout=32, stride=1):
+    """3x3 conv (4 -> 8) -> 1x1 conv (8 -> cmid) -> 1x1 conv (cmid -> cout) -> 1x1 conv
+    (cout -> 4): the two expanding 1x1 convs may run in place with their input at the tail of
+    their output ("end"); each grows by a multiple of 16 bytes."""
+    rng = np.random.default_rng(17)
+    mb = ModelBuilder()
+    x = mb.input([batches, *hw, 4], "int8", scale=0.05, zero_point=-3)
+
+    def conv(inp, cin, c, k, out_scale, s=1, shape=hw):
+        w = mb.const(rng.integers(-127, 128, (c, k, k, cin)), "int8",
+                     scale=list(rng.uniform(0.002, 0.02, c)), zero_point=[0] * c, axis=0)
+        y = mb.tensor([batches, *shape, c], "int8", scale=out_scale, zero_point=2)
+        mb.op("CONV_2D", [inp, w, -1], [y], "Conv2DOptions", padding=PAD["SAME"], strideH=s,
+              strideW=s, dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["RELU"])
+        return y
+
+    t = conv(x, 4, 8, 3, 0.2)
+    u = conv(t, 8, cmid, 1, 0.3)
+    out_hw = tuple(-(-n // stride) for n in hw)
+    v = conv(u, cmid, cout, 1, 0.4, stride, out_hw)
+    y = conv(v, cout, 4, 1, 0.3, 1, out_hw)
+    mb.output(y)
+    return mb.build(), (batches, *hw, 4)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(batches=2, hw=(3, 5)), dict(hw=(3, 3), cout=40), dict(stride=2)],
+                         ids=["6x5", "batches-odd-pixels", "3x3-cout40", "stride2-not-in-place"])
+def test_inplace_pointwise_expanding(tmp_path, kw):
+    """1x1 convs with more output than input channels run with their input at the tail of the
+    output ("end" layout: input offset = output offset + output bytes - input bytes) when that
+    makes the arena smaller; strided ones never do. Bit-exact, and the arena proof holds."""
+    model, shape = pw_expand_chain(**kw)
+    (tmp_path / "c.tflite").write_bytes(model)
+    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c")
+    strided = kw.get("stride", 1) > 1
+    declared = [op.attrs.get("inplace_of_input") for op in res.graph.ops if op.kind == "CONV_2D"]
+    assert declared == [False, "end", False if strided else "end", "start"]
+    convs = [o for o in res.report["ops"] if o["kind"] == "CONV_2D"]
+    tail = [o["inputs"][0]["storage"] == "arena" == o["outputs"][0]["storage"]
+            and o["inputs"][0]["offset"] + o["inputs"][0]["bytes"] == o["outputs"][0]["offset"] + o["outputs"][0]["bytes"]
+            and o["inputs"][0]["bytes"] < o["outputs"][0]["bytes"] for o in convs]
+    assert any(c["check"] == "arena_plan" and c["ok"] for c in res.report["verified"])
+    if not strided:
+        assert tail == [False, True, True, False] and res.extra["plan"].tail_inplace
+        # the arena: the largest 1x1 conv's output alone at its step (plus scratch), far less
+        # than its input and output side by side
+        n = shape[0] * shape[1] * shape[2]
+        assert res.report["arena_bytes"] < n * (24 + kw.get("cout", 32))
+    else:
+        assert not tail[2]
+    check_dsp_target(tmp_path, model, shape)
+
+
 def dw_chain(batches=1, k=(3, 3), dil=(1, 1), hw=(6, 5), c=8):
     """1x1 conv (4 -> c) -> depthwise (stride 1, SAME) -> 1x1 conv (c -> 4): the depthwise
     input is an intermediate read by nobody else, so it may run in place."""
@@ -370,7 +423,7 @@ def test_inplace_proof_rejects_broken_plans(tmp_path):
 
 @pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["k3-K27", "pointwise-odd", "kws-first", "K144-shared", "dw",
-                                  "fc", "fc-odd", "inplace", "inplace-dw"])
+                                  "fc", "fc-odd", "inplace", "inplace-dw", "inplace-end"])
 def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     """The same kernels on the real instructions (QEMU mps2-an386, Cortex-M4)."""
     from test_depthwise import dw_model
@@ -392,6 +445,8 @@ def test_dsp_kernels_on_cortex_m4(tmp_path, case):
     elif case == "inplace":
         in_shape = (1, 6, 5, 4)
         model = pw_chain(False)
+    elif case == "inplace-end":
+        model, in_shape = pw_expand_chain(batches=2, hw=(3, 5))
     else:
         model, in_shape = dw_chain(batches=2, k=(5, 5))
     p = tmp_path / "m.tflite"

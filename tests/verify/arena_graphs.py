@@ -1,7 +1,7 @@
 """Random graphs for the arena-plan property tests (test_arena_proof.py), built the way the
 compiler builds real ones: nested IF / WHILE regions linearized by passes/control_flow.py,
 RESHAPEs aliased by passes/alias_reshape.py, ops flagged in-place as lower_graph flags them
-(Op.attrs["inplace_of_input"], from Lowered.inplace), variable (state) tensors read and written
+(Op.attrs["inplace_of_input"], from Lowered.inplace: "start"/True or "end"), variable (state) tensors read and written
 like TFLite resource variables, scratch buffers, and plans with the inputs in the arena.
 Also the test-side helpers that look at a plan: storage roots, arena items, conflicts."""
 from __future__ import annotations
@@ -49,13 +49,19 @@ class _Builder:
         if d(st.booleans()):
             src = d(st.sampled_from(avail))
             t = self.tensors[src]
-            size = t.size if d(st.booleans()) else d(st.integers(0, t.size))
+            # "start": output no larger than the input; "end": the input at the tail of a
+            # larger output, usually larger by a multiple of 16 bytes (else the rule refuses)
+            mode = d(st.sampled_from([False, True, "end"]))
+            if mode == "end":
+                size = t.size + d(st.sampled_from([0, 16, 32, 48, 5]))
+            else:
+                size = t.size if d(st.booleans()) else d(st.integers(0, t.size))
             out = self.like(out_like) if out_like else self.new(t.dtype, size)
             ins = [src]
             if d(st.booleans()):
                 ins.append(self.new("int8", 4, data=np.zeros(4, np.int8)))   # a weight
             return self.op(d(st.sampled_from(["RELU", "ADD", "X"])), ins, [out],
-                           inplace_of_input=d(st.booleans()))
+                           inplace_of_input=mode)
         k = d(st.integers(1, min(3, len(avail))))
         ins = d(st.lists(st.sampled_from(avail), min_size=k, max_size=k))
         if d(st.booleans()):

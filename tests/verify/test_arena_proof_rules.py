@@ -134,6 +134,65 @@ def test_inplace_rule_input_read_twice_by_the_op_rejected():
         prove_plan(g, plan, {})
 
 
+def _tail_graph(size_in=32, size_out=64):
+    """input -> X -> t1 -> E ("end": t1 at the tail of t2) -> t2 -> X -> output."""
+    g = _chain(["X", "E", "X"], a1={"inplace_of_input": "end"})
+    g.t("t1").shape, g.t("t2").shape = (size_in,), (size_out,)
+    plan = plan_memory(g)
+    prove_plan(g, plan, {})
+    return g, plan
+
+
+def test_inplace_end_puts_the_input_at_the_output_tail():
+    """The "end" layout saves the input's bytes at the op: arena = the output alone."""
+    g, plan = _tail_graph()
+    assert plan.tail_inplace and plan.arena_bytes == 64
+    assert plan.tensors["t1"].offset == plan.tensors["t2"].offset + 32
+    same, _ = _tail_graph(32, 32)          # equal sizes: input and output at one offset
+    assert same.t("t1").nbytes == 32 and plan_memory(same).arena_bytes == 32
+
+
+@pytest.mark.parametrize("size_in,size_out", [(64, 32), (32, 40)],
+                         ids=["output-smaller", "growth-not-16-aligned"])
+def test_inplace_end_rule_refused_by_the_planner(size_in, size_out):
+    """A smaller output cannot hold its input at its tail; a growth that is not a multiple of
+    16 bytes would misalign the input's storage: the planner keeps them apart."""
+    g, plan = _tail_graph(size_in, size_out)
+    a, b = plan.tensors["t1"], plan.tensors["t2"]
+    assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset
+    assert plan.arena_bytes == -(-size_in // 16) * 16 + -(-size_out // 16) * 16
+
+
+def test_inplace_end_rule_input_not_at_the_tail_rejected():
+    g, plan = _tail_graph()
+    plan.tensors["t1"].offset -= 16          # inside t2, but not ending where t2 ends
+    with pytest.raises(CompilerBug, match="t1 and t2 are live together and overlap|t2 and t1 are live"):
+        prove_plan(g, plan, {})
+
+
+def test_inplace_end_rule_layout_must_be_the_declared_one():
+    """A kernel that declared "start" (or nothing) gets no "end" layout, and vice versa."""
+    g, plan = _tail_graph()
+    for declared in (True, False):
+        g.ops[1].attrs["inplace_of_input"] = declared
+        with pytest.raises(CompilerBug, match="t1 and t2 are live together and overlap|t2 and t1 are live"):
+            prove_plan(g, plan, {})
+    g, plan = _inplace_graph()
+    g.ops[1].attrs["inplace_of_input"] = "end"
+    g.t("t2").shape = (16,)                  # t2 at t1's first byte, smaller: a "start" layout
+    with pytest.raises(CompilerBug, match="t1 and t2 are live together and overlap|t2 and t1 are live"):
+        prove_plan(g, plan, {})
+
+
+def test_inplace_end_rule_output_smaller_than_input_rejected():
+    """Placed so it ends at the input's last byte, but smaller than the input."""
+    g, plan = _tail_graph(64, 32)
+    plan.tensors["t2"].offset = plan.tensors["t1"].offset + 32
+    plan.arena_bytes = max(p.offset + p.size for p in plan.tensors.values() if p.base == "arena")
+    with pytest.raises(CompilerBug, match="t1 and t2 are live together and overlap|t2 and t1 are live"):
+        prove_plan(g, plan, {})
+
+
 # ---- a real control-flow model -----------------------------------------------------------------
 
 def _nested_model(tmp_path):
