@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Graph
-from .lifetimes import Buffer, buffers
+from .lifetimes import Buffer, buffers, inplace_mode
 
 ALIGN = 16
 
@@ -36,8 +36,8 @@ class Plan:
     state_bytes: int = 0
     # graph inputs planned in the arena (NAME_inputK_buffer()) instead of caller buffers
     inputs_in_arena: bool = False
-    # whether "end" in-place layouts were used (lifetimes.storage_layout's `tail`)
-    tail_inplace: bool = True
+    # the op steps whose "end" in-place layout was used (lifetimes.storage_layout's `tail`)
+    tail_inplace: frozenset = frozenset()
 
 
 def _align(n: int, a: int) -> int:
@@ -59,20 +59,35 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     return offsets
 
 
+# At most this many extra plans when choosing which "end" in-place layouts to use.
+MAX_LAYOUT_TRIALS = 32
+
+
 def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN,
-                inputs_in_arena: bool = False) -> Plan:
-    """Plan with and without the "end" in-place layouts and keep the smaller arena: joining
-    an input into the tail of a larger output saves the input's bytes at that op, but the
-    joined group is one rectangle over both lifetimes, which can cost more elsewhere."""
-    best = None
-    for tail in (False, True):   # a tie keeps the plan without them
-        plan = _plan(g, scratch, align, inputs_in_arena, tail)
-        if best is None or plan.arena_bytes < best.arena_bytes:
+                inputs_in_arena: bool = False, tail: frozenset | None = None) -> Plan:
+    """Choose which "end" in-place layouts to use, then plan. Joining an input into the tail of
+    a larger output saves the input's bytes at that op, but the joined group is one rectangle
+    over both lifetimes, which can cost more elsewhere (vww: joining a stride-2 depthwise's
+    output into the next 1x1 conv's keeps that conv's whole output reserved a step early). So:
+    plan with none and with all of them, then toggle them one at a time, keeping a change
+    only when it makes the arena smaller (a tie keeps fewer joins). `tail`: use exactly
+    these op steps' "end" layouts instead (for tests and comparisons)."""
+    if tail is not None:
+        return _plan(g, scratch, align, inputs_in_arena, frozenset(tail))
+    ends = [s for s, op in enumerate(g.ops) if inplace_mode(op) == "end"]
+    best = _plan(g, scratch, align, inputs_in_arena, frozenset())
+    trials = [frozenset(ends)] if ends else []
+    trials += [None] * min(2 * len(ends), MAX_LAYOUT_TRIALS)
+    for k, trial in enumerate(trials):
+        if trial is None:   # toggle one op, two rounds over them
+            trial = best.tail_inplace ^ {ends[(k - 1) % len(ends)]}
+        plan = _plan(g, scratch, align, inputs_in_arena, frozenset(trial))
+        if plan.arena_bytes < best.arena_bytes:
             best = plan
     return best
 
 
-def _plan(g: Graph, scratch, align: int, inputs_in_arena: bool, tail: bool) -> Plan:
+def _plan(g: Graph, scratch, align: int, inputs_in_arena: bool, tail: frozenset) -> Plan:
     bufs = buffers(g, scratch, inputs_in_arena, tail)
     arena_bufs = [b for b in bufs if b.user is None and b.size > 0]
     orderings = [

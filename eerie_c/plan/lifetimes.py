@@ -34,12 +34,13 @@ class Buffer:
     member_offset: dict[str, int] = field(default_factory=dict)
 
 
-def storage_layout(g: Graph, tail: bool = True) -> dict[str, tuple[str, int]]:
+def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[str, int]]:
     """tensor id -> (representative id, byte offset inside the group's storage). Groups join
     the two sides of each aliasing op (same bytes), then the input and output of each in-place
     op whose input storage is read by no later op: "start" puts the output at the input's
-    offset, "end" (only with `tail`) puts the input at the output's offset plus the size
-    difference. Offsets are then shifted so each group's lowest member starts at 0."""
+    offset, "end" puts the input at the output's offset plus the size difference (for every
+    "end" op with tail=True, none with False, or the op steps in a set). Offsets are then
+    shifted so each group's lowest member starts at 0."""
     parent: dict[str, tuple[str, int]] = {}   # x -> (parent, offset of x minus offset of parent)
 
     def find(x: str) -> tuple[str, int]:
@@ -60,7 +61,7 @@ def storage_layout(g: Graph, tail: bool = True) -> dict[str, tuple[str, int]]:
             join(op.inputs[0], op.outputs[0], 0)
     for step, op in enumerate(g.ops):
         mode = inplace_mode(op)
-        if mode is None or (mode == "end" and not tail):
+        if mode is None or (mode == "end" and not (tail if isinstance(tail, bool) else step in tail)):
             continue
         if inplace_allowed(g, step, lambda t: find(t)[0], mode):
             a, b = op.inputs[0], op.outputs[0]
@@ -72,7 +73,7 @@ def storage_layout(g: Graph, tail: bool = True) -> dict[str, tuple[str, int]]:
     return {tid: (r, off - low[r]) for tid, (r, off) in placed.items()}
 
 
-def storage_groups(g: Graph, tail: bool = True) -> dict[str, str]:
+def storage_groups(g: Graph, tail: bool | frozenset = True) -> dict[str, str]:
     """tensor id -> representative id of its storage group (storage_layout without offsets)."""
     return {tid: r for tid, (r, _) in storage_layout(g, tail).items()}
 
@@ -115,7 +116,7 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start") -> bool:
 
 
 def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
-            inputs_in_arena: bool = False, tail: bool = True) -> list[Buffer]:
+            inputs_in_arena: bool = False, tail: bool | frozenset = True) -> list[Buffer]:
     """`scratch` maps an op step to (name, bytes) of a scratch buffer it needs. With
     inputs_in_arena, graph inputs (other than pass-through inputs that are outputs too) are
     arena buffers live from step -1, not caller buffers. `tail`: as in storage_layout."""

@@ -20,6 +20,7 @@ from eerie_c import __version__
 from eerie_c.api import compile_model, run_model
 from eerie_c.emit import render
 from eerie_c.emit.c import io_info
+from eerie_c.plan import plan_memory, prove_plan
 from eerie_c.verify.ast_proof import prove_c
 from tflite_builder import ACT, PAD, ModelBuilder
 
@@ -342,12 +343,22 @@ def test_inplace_pointwise_expanding(tmp_path, kw):
             and o["inputs"][0]["offset"] + o["inputs"][0]["bytes"] == o["outputs"][0]["offset"] + o["outputs"][0]["bytes"]
             and o["inputs"][0]["bytes"] < o["outputs"][0]["bytes"] for o in convs]
     assert any(c["check"] == "arena_plan" and c["ok"] for c in res.report["verified"])
+    plan = res.extra["plan"]
+    # the planner's choice of "end" layouts is what the report shows
+    assert tail == [o["step"] in plan.tail_inplace for o in convs]
     if not strided:
-        assert tail == [False, True, True, False] and res.extra["plan"].tail_inplace
-        # the arena: the largest 1x1 conv's output alone at its step (plus scratch), far less
-        # than its input and output side by side
+        # used where it pays: a smaller arena than with no "end" layout at all
+        assert plan.tail_inplace
+        scratch = {b.start: (b.key[len("scratch:"):], b.size) for b in plan.buffers
+                   if b.key.startswith("scratch:")}
+        plain = plan_memory(res.graph, scratch, tail=frozenset())
+        assert plan.arena_bytes < plain.arena_bytes
+        # and with every "end" layout the arena holds the widest 1x1 conv's output alone at
+        # its step (plus scratch), not its input and output side by side
+        every = plan_memory(res.graph, scratch, tail=frozenset(o["step"] for o in convs[1:3]))
+        prove_plan(res.graph, every, {n: st for st, (n, _) in scratch.items()})
         n = shape[0] * shape[1] * shape[2]
-        assert res.report["arena_bytes"] < n * (24 + kw.get("cout", 32))
+        assert every.arena_bytes < n * (24 + kw.get("cout", 32))
     else:
         assert not tail[2]
     check_dsp_target(tmp_path, model, shape)
