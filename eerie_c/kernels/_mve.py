@@ -112,7 +112,12 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
         return np.concatenate([a, a], axis=1).reshape(-1)
 
     direct = kh == 1 and kw == 1
-    copy_in = direct and out_c <= in_c and residual is None
+    # In place (conv.py gives the argument): the pair's input pixels are copied to scratch
+    # before its outputs are written; "start" when out_c <= in_c, "end" (the input at the
+    # output's tail) when a stride-1 1x1 conv widens the channels.
+    same_pixels = (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w)
+    copy_in = direct and residual is None and (out_c <= in_c or same_pixels)
+    inplace = ("start" if out_c <= in_c else "end") if copy_in else False
     act_min, act_max = activation_range_int(act, y)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
@@ -137,7 +142,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
                        scratch_bytes=scratch + 2 * out_c, inplace=True, macs=macs)
     body = render("kernels/conv2d_s8_mve.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=set(MVE_HELPERS),
-                   scratch_bytes=scratch, inplace=copy_in, macs=macs)
+                   scratch_bytes=scratch, inplace=inplace, macs=macs)
 
 
 def lower_fc_mve(op, g, ctx, x, w, y, act: str, wdata, folded, mult, shift,

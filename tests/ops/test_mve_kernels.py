@@ -24,7 +24,7 @@ from eerie_c.verify.ast_proof import prove_c
 from tflite_builder import ACT, PAD, ModelBuilder
 
 from test_conv import conv_model
-from test_dsp_kernels import conv_with, dw_chain, pw_chain, small_conv
+from test_dsp_kernels import conv_with, dw_chain, pw_chain, pw_expand_chain, small_conv
 
 TARGET = "cortex-m55"
 
@@ -176,6 +176,26 @@ def test_mve_inplace_pointwise(tmp_path, residual):
     check_host(tmp_path, model, (1, 6, 5, 4))
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(batches=2, hw=(3, 5)), dict(stride=2)],
+                         ids=["6x5", "batches-odd-pixels", "stride2-not-in-place"])
+def test_mve_inplace_pointwise_expanding(tmp_path, kw):
+    """Widening stride-1 1x1 convs copy their input pixels in and declare the "end" layout;
+    where the planner uses it, the input sits at the output's tail. Bit-exact."""
+    model, shape = pw_expand_chain(**kw)
+    (tmp_path / "c.tflite").write_bytes(model)
+    res = compile_model(tmp_path / "c.tflite", target=TARGET, name="c")
+    strided = kw.get("stride", 1) > 1
+    declared = [op.attrs.get("inplace_of_input") for op in res.graph.ops if op.kind == "CONV_2D"]
+    assert declared == [False, "end", False if strided else "end", "start"]
+    plan = res.extra["plan"]
+    for o in res.report["ops"]:
+        if o["kind"] == "CONV_2D" and o["step"] in plan.tail_inplace:
+            i, y = o["inputs"][0], o["outputs"][0]
+            assert i["offset"] + i["bytes"] == y["offset"] + y["bytes"] and i["bytes"] < y["bytes"]
+    assert bool(plan.tail_inplace) == (not strided)
+    check_host(tmp_path, model, shape)
+
+
 DW_GEOMETRIES = [
     # in_shape, depth multiplier, kernel, stride, padding, dilation
     ((1, 7, 9, 8), 1, (3, 3), (1, 1), "SAME", (1, 1)),     # 4-pixel blocks + a 1-pixel tail
@@ -225,7 +245,7 @@ def test_mve_inplace_depthwise(tmp_path, kw):
 @pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["k3-K27-odd", "pointwise-odd", "pointwise-K8", "kws-first",
                                   "K576-looped", "dead", "fc", "fc-640", "inplace", "dw",
-                                  "dw-s2-c20", "dw-c36", "inplace-dw"])
+                                  "dw-s2-c20", "dw-c36", "inplace-dw", "inplace-end"])
 def test_mve_kernels_on_cortex_m55(tmp_path, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""
     from test_fully_connected import fc_model
@@ -244,6 +264,8 @@ def test_mve_kernels_on_cortex_m55(tmp_path, case):
         model = dw_model("int8", in_shape, mult, k, stride, padding, dil, act="RELU6")
     elif case == "inplace-dw":
         model, in_shape = dw_chain(batches=2, k=(5, 5))
+    elif case == "inplace-end":
+        model, in_shape = pw_expand_chain(batches=2, hw=(3, 5))
     elif case == "fc":
         in_shape = (2, 37)
         model = fc_model("int8", 2, 37, 11, "RELU", per_channel=True)
