@@ -1,8 +1,10 @@
 """Arena offset assignment.
 
 Every activation that is not a user buffer gets an offset in one static arena. Buffers
-whose lifetimes overlap must not overlap in bytes; others may share. Placement is greedy
-best-fit (TFLM's greedy planner idea), tried under a few orderings; the smallest arena wins.
+whose lifetimes overlap must not overlap in bytes; others may share. A storage group (tensors
+joined by aliasing or in-place ops) is placed as one piece, but only its members' own
+rectangles (bytes x steps) must stay clear of others. Placement is greedy first fit (TFLM's
+greedy planner idea), tried under a few orderings; the smallest arena wins.
 Ties and orderings are fully deterministic.
 """
 from __future__ import annotations
@@ -45,17 +47,22 @@ def _align(n: int, a: int) -> int:
 
 
 def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
-    placed: list[tuple[Buffer, int]] = []
+    """First fit, one buffer at a time in the given order: the lowest aligned offset at which
+    none of the buffer's member rectangles (bytes x steps) overlaps a placed one. Trying 0
+    and every offset that puts some member just above a placed rectangle live at the same
+    time finds it (the highest of those is always free)."""
+    placed: list[tuple[int, int, int, int]] = []   # (lo, hi, first step, last step)
     offsets = {}
     for b in bufs:
-        live = sorted(((o, o + p.size) for p, o in placed if p.start <= b.end and b.start <= p.end))
-        offset = 0
-        for lo, hi in live:
-            if offset + b.size <= lo:
+        near = [p for p in placed if any(p[2] <= e and s <= p[3] for _, _, s, e in b.rects)]
+        cands = sorted({0} | {_align(hi - off, align) for off, _, s, e in b.rects
+                              for lo, hi, ps, pe in near if ps <= e and s <= pe and hi > off})
+        for offset in cands:
+            if not any(ps <= e and s <= pe and offset + off < hi and lo < offset + off + size
+                       for off, size, s, e in b.rects for lo, hi, ps, pe in near):
                 break
-            offset = max(offset, _align(hi, align))
         offsets[b.key] = offset
-        placed.append((b, offset))
+        placed += [(offset + off, offset + off + size, s, e) for off, size, s, e in b.rects]
     return offsets
 
 

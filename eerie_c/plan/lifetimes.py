@@ -32,6 +32,10 @@ class Buffer:
     # member -> its byte offset inside the group's storage (0 unless an "end" in-place op
     # put an input at the tail of its larger output)
     member_offset: dict[str, int] = field(default_factory=dict)
+    # what the group really occupies: (offset in the group, bytes, first step, last step) per
+    # member, so that the placer can use bytes a member of a long group does not need yet
+    rects: list[tuple[int, int, int, int]] = field(default_factory=list)
+    life: dict[str, tuple[int, int]] = field(default_factory=dict)   # member -> (first, last step)
 
 
 def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[str, int]]:
@@ -130,29 +134,34 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
         b.members.append(tid)
         b.member_offset[tid] = off
         b.size = max(b.size, off + t.nbytes)
+    first: dict[str, int] = {tid: last + 1 for tid in rep}
+    final: dict[str, int] = {tid: -2 for tid in rep}
     for tid in g.inputs:
         # Live from before the first op even if no op reads it: with inputs_in_arena the caller
         # writes every input before NAME_invoke, so an unread input must not share bytes
         # with another input (an end of -2 made it overlap nothing, found by the property test).
-        b = groups[rep[tid]]
-        b.start, b.end = -1, max(b.end, -1)
+        first[tid], final[tid] = -1, max(final[tid], -1)
     for step, op in enumerate(g.ops):
         for tid in op.outputs:
-            if tid not in rep:
-                continue   # a variable (state) tensor: static storage, not the arena
-            b = groups[rep[tid]]
-            b.start, b.end = min(b.start, step), max(b.end, step)
+            if tid in rep:   # else a variable (state) tensor: static storage, not the arena
+                first[tid], final[tid] = min(first[tid], step), max(final[tid], step)
         for tid in op.inputs:
             if tid is not None and tid in rep:
-                b = groups[rep[tid]]
-                b.end = max(b.end, step)
+                final[tid] = max(final[tid], step)
+    for tid in g.outputs:
+        final[tid] = last
+    for tid, r in rep.items():
+        b = groups[r]
+        b.start, b.end = min(b.start, first[tid]), max(b.end, final[tid])
+        if first[tid] <= final[tid] and g.t(tid).nbytes:
+            b.rects.append((b.member_offset[tid], g.t(tid).nbytes, first[tid], final[tid]))
+            b.life[tid] = (first[tid], final[tid])
     for k, tid in enumerate(g.inputs):
         if not inputs_in_arena or tid in g.outputs:
             groups[rep[tid]].user = ("input", k)
     for k, tid in enumerate(g.outputs):
         groups[rep[tid]].user = ("output", k)
-        groups[rep[tid]].end = last
     out = sorted(groups.values(), key=lambda b: (b.start, b.key))
     for step, (name, nbytes) in sorted((scratch or {}).items()):
-        out.append(Buffer(f"scratch:{name}", [], nbytes, step, step))
+        out.append(Buffer(f"scratch:{name}", [], nbytes, step, step, rects=[(0, nbytes, step, step)]))
     return out

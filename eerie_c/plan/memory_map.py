@@ -43,6 +43,48 @@ def _group_label(g: Graph, members: list[str], made_by: dict) -> tuple[str, list
     return label, names
 
 
+def _parts(g: Graph, b) -> list[tuple[int, int, int, int, list[str]]]:
+    """A storage group as rectangles: (first step, last step, low byte, high byte, members)
+    for each run of steps over which the bytes its live members cover stay the same, one per
+    contiguous range of them. Usually one (a tensor, its RESHAPE views, or an equal-size
+    in-place chain); more when an in-place op changes the size (the group's bytes in use
+    grow or shrink there), so the picture shows what the placer used, not the group's hull."""
+    rects = [(tid, (b.member_offset.get(tid, 0), g.t(tid).nbytes, *b.life[tid]))
+             for tid in b.members if tid in b.life]
+    out, run = [], None
+    for step in range(b.start, b.end + 1):
+        ranges = _merge([(off, off + n) for _, (off, n, s, e) in rects if s <= step <= e])
+        if run is not None and run[2] == ranges:
+            run[1] = step
+            continue
+        if run is not None:
+            out += _emit(run, rects)
+        run = [step, step, ranges] if ranges else None
+    if run is not None:
+        out += _emit(run, rects)
+    return out
+
+
+def _merge(spans):
+    out = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _emit(run, rects):
+    start, end, ranges = run
+    res = []
+    for lo, hi in ranges:
+        members = [tid for tid, (off, n, s, e) in rects
+                   if s <= end and start <= e and off < hi and lo < off + n]
+        res.append((start, end, lo, hi, members))
+    return res
+
+
 def memory_map(g: Graph, plan: Plan) -> dict:
     """report.json's "memory_plan": steps are positions in the op list (the order the C runs
     them; aliasing ops such as RESHAPE take a step but no time); a graph input planned in the
@@ -60,11 +102,12 @@ def memory_map(g: Graph, plan: Plan) -> dict:
                         "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
                         "size": b.size, "start": b.start, "end": b.end})
             continue
-        label, names = _group_label(g, b.members, made_by)
-        kind = "input" if b.start < 0 else "tensor"
-        out.append({"kind": kind, "label": label, "layers": names, "tensors": len(b.members),
-                    "offset": plan.tensors[b.key].offset - b.member_offset.get(b.key, 0), "size": b.size,
-                    "start": b.start, "end": b.end})
+        base = plan.tensors[b.key].offset - b.member_offset.get(b.key, 0)
+        for part, (start, end, lo, hi, members) in enumerate(_parts(g, b)):
+            label, names = _group_label(g, members, made_by)
+            out.append({"kind": "input" if start < 0 else "tensor", "label": label, "layers": names,
+                        "tensors": len(members), "offset": base + lo, "size": hi - lo,
+                        "start": start, "end": end, "group": b.key, "part": part})
     # Numbered in the order a reader scans the picture: by first step, then bottom to top.
     out.sort(key=lambda r: (r["start"], r["offset"], r["kind"]))
     for k, r in enumerate(out, 1):
