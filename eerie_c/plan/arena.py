@@ -54,7 +54,13 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     placed: list[tuple[int, int, int, int]] = []   # (lo, hi, first step, last step)
     offsets = {}
     for b in bufs:
-        near = [p for p in placed if any(p[2] <= e and s <= p[3] for _, _, s, e in b.rects)]
+        if not b.rects:
+            offsets[b.key] = 0
+            continue
+        first, last = min(r[2] for r in b.rects), max(r[3] for r in b.rects)
+        near = [p for p in placed if p[2] <= last and first <= p[3]]
+        if len(b.rects) > 1:
+            near = [p for p in near if any(p[2] <= e and s <= p[3] for _, _, s, e in b.rects)]
         cands = sorted({0} | {_align(hi - off, align) for off, _, s, e in b.rects
                               for lo, hi, ps, pe in near if ps <= e and s <= pe and hi > off})
         for offset in cands:
@@ -66,8 +72,11 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     return offsets
 
 
-# At most this many extra plans when choosing which "end" in-place layouts to use.
+# At most this many extra plans when choosing which "end" in-place layouts to use, and fewer
+# for big graphs: a plan costs about (buffers)^2 steps of the placer, and the trials may
+# spend PLACEMENT_WORK of them (a count, not a time: the output must not depend on the machine).
 MAX_LAYOUT_TRIALS = 32
+PLACEMENT_WORK = 4_000_000
 
 
 def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN,
@@ -84,7 +93,8 @@ def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, ali
     ends = [s for s, op in enumerate(g.ops) if inplace_mode(op) == "end"]
     best = _plan(g, scratch, align, inputs_in_arena, frozenset())
     trials = [frozenset(ends)] if ends else []
-    trials += [None] * min(2 * len(ends), MAX_LAYOUT_TRIALS)
+    trials += [None] * min(2 * len(ends), MAX_LAYOUT_TRIALS,
+                           PLACEMENT_WORK // max(1, len(best.buffers)) ** 2)
     for k, trial in enumerate(trials):
         if trial is None:   # toggle one op, two rounds over them
             trial = best.tail_inplace ^ {ends[(k - 1) % len(ends)]}

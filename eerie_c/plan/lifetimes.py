@@ -46,6 +46,13 @@ def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[s
     "end" op with tail=True, none with False, or the op steps in a set). Offsets are then
     shifted so each group's lowest member starts at 0."""
     parent: dict[str, tuple[str, int]] = {}   # x -> (parent, offset of x minus offset of parent)
+    acts = g.activations()
+    groups: dict[str, list[str]] = {t: [t] for t in acts}   # root -> its members
+    last_read: dict[str, int] = {}
+    for step, op in enumerate(g.ops):
+        for t in op.inputs:
+            if t is not None:
+                last_read[t] = step
 
     def find(x: str) -> tuple[str, int]:
         off = 0
@@ -59,6 +66,7 @@ def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[s
         (ra, oa), (rb, ob) = find(a), find(b)
         if ra != rb:
             parent[rb] = (ra, oa + delta - ob)
+            groups.setdefault(ra, [ra]).extend(groups.pop(rb, [rb]))
 
     for op in g.ops:
         if op.attrs.get("alias_of_input"):
@@ -67,10 +75,10 @@ def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[s
         mode = inplace_mode(op)
         if mode is None or (mode == "end" and not (tail if isinstance(tail, bool) else step in tail)):
             continue
-        if inplace_allowed(g, step, lambda t: find(t)[0], mode):
+        if inplace_allowed(g, step, lambda t: find(t)[0], mode, groups, last_read):
             a, b = op.inputs[0], op.outputs[0]
             join(a, b, 0 if mode == "start" else g.t(a).nbytes - g.t(b).nbytes)
-    placed = {tid: find(tid) for tid in g.activations()}
+    placed = {tid: find(tid) for tid in acts}
     low: dict[str, int] = {}
     for r, off in placed.values():
         low[r] = min(low.get(r, off), off)
@@ -82,14 +90,15 @@ def storage_groups(g: Graph, tail: bool | frozenset = True) -> dict[str, str]:
     return {tid: r for tid, (r, _) in storage_layout(g, tail).items()}
 
 
-def inplace_allowed(g: Graph, step: int, find, mode: str = "start") -> bool:
+def inplace_allowed(g: Graph, step: int, find, mode: str = "start", groups=None, last_read=None) -> bool:
     """The rule for running op `step` in place: input 0 is an arena activation, no graph input
     or output shares its storage or the output's, no later op reads any tensor of the input's
     storage, and the sizes suit the layout: "start" (output 0 at the input's first byte) needs
     the output no larger than the input; "end" (the input at the tail of output 0)
     needs the output at least as large as the input, larger by a multiple of 16 bytes (so
     every tensor sharing the input's storage keeps the arena's alignment). plan/proof.py
-    checks the same rule independently."""
+    checks the same rule independently. `groups` (root -> members) and `last_read` (tensor ->
+    last step reading it) are what storage_layout keeps to save scanning the graph here."""
     op = g.ops[step]
     if not op.inputs or op.inputs[0] is None or not op.outputs:
         return False
@@ -99,9 +108,12 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start") -> bool:
     ra, rb = find(a), find(b)
     if ra == rb:
         return False
-    acts = g.activations()
-    group_a = [t for t in acts if find(t) == ra]
-    group_b = [t for t in acts if find(t) == rb]
+    if groups is not None:
+        group_a, group_b = groups.get(ra, [ra]), groups.get(rb, [rb])
+    else:
+        acts = g.activations()
+        group_a = [t for t in acts if find(t) == ra]
+        group_b = [t for t in acts if find(t) == rb]
     users = set(g.inputs) | set(g.outputs)
     if any(t in users for t in group_a + group_b):
         return False
@@ -112,9 +124,13 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start") -> bool:
     elif g.t(b).nbytes > g.t(a).nbytes:
         return False
     members = set(group_a)
-    for later in g.ops[step + 1:]:
-        if any(t in members for t in later.inputs if t is not None):
+    if last_read is not None:
+        if any(last_read.get(t, -1) > step for t in members):
             return False
+    else:
+        for later in g.ops[step + 1:]:
+            if any(t in members for t in later.inputs if t is not None):
+                return False
     # the op itself must not read the input's storage through a second operand
     return sum(1 for t in op.inputs if t is not None and t in members) == 1
 
