@@ -66,6 +66,7 @@ def _parts(g: Graph, b) -> list[tuple[int, int, int, int, list[str]]]:
 
 
 def _merge(spans):
+    """Byte ranges [lo, hi) -> the sorted tuple of their contiguous unions."""
     out = []
     for lo, hi in sorted(spans):
         if out and lo <= out[-1][1]:
@@ -76,6 +77,7 @@ def _merge(spans):
 
 
 def _emit(run, rects):
+    """One part per contiguous byte range of a run, naming the members that lie in it."""
     start, end, ranges = run
     res = []
     for lo, hi in ranges:
