@@ -15,30 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tflite_builder import ACT, ModelBuilder  # noqa: E402
+from test_determinism import small_model as fc_model, snapshot
 
-from eerie_c import output  # noqa: E402
-from eerie_c.api import compile_model  # noqa: E402
-
-
-def fc_model(seed: int) -> bytes:
-    rng = np.random.default_rng(seed)
-    mb = ModelBuilder()
-    x = mb.input([1, 12], "int8", scale=0.05, zero_point=-3, name="x")
-    w = mb.const(rng.integers(-127, 128, (8, 12)), "int8", scale=0.01, zero_point=0, name="w")
-    b = mb.const(rng.integers(-500, 500, (8,)), "int32", scale=0.0005, zero_point=0, name="b")
-    y = mb.tensor([1, 8], "int8", scale=0.1, zero_point=2, name="y")
-    mb.op("FULLY_CONNECTED", [x, w, b], [y], "FullyConnectedOptions", fusedActivationFunction=ACT["RELU"])
-    mb.output(y)
-    return mb.build()
-
-
-def snapshot(d: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+from eerie_c import output
+from eerie_c.api import compile_model
 
 
 @pytest.fixture()
