@@ -4,8 +4,8 @@ one counted form, under a test that bounds its counter by a constant; every othe
 label or directive fails with the function and the line named."""
 from __future__ import annotations
 
-import re
 import shutil
+from functools import partial
 
 import pytest
 
@@ -13,6 +13,8 @@ from eerie_c.errors import CompilerBug
 from eerie_c.toolchain.targets import get_target
 from eerie_c.verify.ast_proof import prove_c
 from eerie_c.verify.proof_config import target_config
+
+from c_snippets import assert_rejected, prove_snippet
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for preprocessing")
 
@@ -23,20 +25,8 @@ LOOP = ('__asm__ volatile("1:\\n\\t"\n'
         '        "bne 1b" : [a] "+r"(acc), [n] "+r"(n) : [x] "r"(x) : "cc");')
 
 
-def _prove(tmp_path, body, **kw):
-    c = tmp_path / "snippet.c"
-    c.write_text(HEAD + body)
-    return prove_c(c, [tmp_path], "entry", **kw)
-
-
-def _rejects(tmp_path, body, pattern, needle, fn="entry"):
-    with pytest.raises(CompilerBug) as e:
-        _prove(tmp_path, body)
-    msg = str(e.value)
-    line = (HEAD + body)[:(HEAD + body).index(needle)].count("\n") + 1
-    assert re.search(pattern, msg), msg
-    assert f"in function {fn} (snippet.c:{line})" in msg, msg
-    return msg
+_prove = partial(prove_snippet, head=HEAD)
+_rejects = partial(assert_rejected, head=HEAD)
 
 
 def _fn(guard: str, stmt: str = LOOP, pre: str = "") -> str:

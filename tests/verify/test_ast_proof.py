@@ -2,39 +2,19 @@
 a message naming the construct, the function and the line; real generated code passes."""
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 from eerie_c.errors import CompilerBug
 from eerie_c.verify.ast_proof import prove_c
 
+from c_snippets import assert_rejected, prove_snippet as _prove
+
 # The proof preprocesses with gcc: without it every test here fails (host_cc), never skips.
 pytestmark = pytest.mark.usefixtures("host_cc")
 
-HEAD = "#include <stdint.h>\n#include <string.h>\n"
-
-
-def _prove(tmp_path: Path, body: str, entry: str = "entry", name: str = "snippet"):
-    c = tmp_path / f"{name}.c"
-    c.write_text(HEAD + body)
-    return prove_c(c, [tmp_path], entry)
-
-
-def _line_of(body: str, needle: str) -> int:
-    """1-based line of `needle` in the file written by _prove."""
-    text = HEAD + body
-    return text[:text.index(needle)].count("\n") + 1
-
 
 def _rejects(tmp_path, body, pattern, fn, needle, entry="entry"):
-    with pytest.raises(CompilerBug) as e:
-        _prove(tmp_path, body, entry)
-    msg = str(e.value)
-    assert re.search(pattern, msg), msg
-    assert f"in function {fn} (snippet.c:{_line_of(body, needle)})" in msg, msg
-    return msg
+    return assert_rejected(tmp_path, body, pattern, needle, fn, entry)
 
 
 # ---- forbidden constructs ----

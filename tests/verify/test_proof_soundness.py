@@ -4,33 +4,16 @@ counters whose address is taken, enum constants shadowed by locals, compiler bui
 and allocators that only the compiled code shows."""
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
 
 from eerie_c.errors import CompilerBug
-from eerie_c.verify.ast_proof import prove_c
 from eerie_c.verify.stack import program_stack_bound, stack_bound
 
+from c_snippets import assert_rejected as _rejects, prove_snippet as _prove
+
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-
-HEAD = "#include <stdint.h>\n#include <string.h>\n"
-
-
-def _prove(tmp_path, body):
-    c = tmp_path / "snippet.c"
-    c.write_text(HEAD + body)
-    return prove_c(c, [tmp_path], "entry")
-
-
-def _rejects(tmp_path, body, pattern, needle, fn="entry"):
-    with pytest.raises(CompilerBug) as e:
-        _prove(tmp_path, body)
-    msg = str(e.value)
-    line = (HEAD + body)[:(HEAD + body).index(needle)].count("\n") + 1
-    assert re.search(pattern, msg), msg
-    assert f"in function {fn} (snippet.c:{line})" in msg, msg
 
 
 # ---- block scopes ----
