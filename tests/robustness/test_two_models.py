@@ -6,7 +6,6 @@ QEMU. Every external symbol of a model's object starts with NAME_."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import random_inputs, tflm_run  # noqa: E402
+from conftest import random_inputs, require_tools, tflm_run  # noqa: E402
 from tflite_builder import ACT, ModelBuilder  # noqa: E402
 
 from eerie_c.api import compile_model  # noqa: E402
@@ -181,8 +180,7 @@ def test_only_name_prefixed_symbols_are_global(tmp_path, target):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_resource_variables import accumulator
     cc = "cc" if target == "host" else "arm-none-eabi-gcc"
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    require_tools(cc)   # fails, never skips, without it
     m = tmp_path / "acc.tflite"
     m.write_bytes(accumulator("float32"))
     res = compile_model(m, tmp_path / "o", name="acc", target=target, inputs_in_arena=True)

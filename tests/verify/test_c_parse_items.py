@@ -3,7 +3,6 @@
 same coordinates, and shared items must really be reused."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 from pycparser import c_ast, c_parser
@@ -14,7 +13,8 @@ from eerie_c.verify.asm_check import scan_asm
 from eerie_c.verify.c_parse import parse, preprocess, shrink_tables, walk
 from eerie_c.verify.proof_config import configurations
 
-pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="needs arm-none-eabi-gcc")
+# Fails (never skips) without arm-none-eabi-gcc (cross_cc).
+pytestmark = pytest.mark.usefixtures("cross_cc")
 
 
 def _shape(ast):
