@@ -54,21 +54,22 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     placed: list[tuple[int, int, int, int]] = []   # (lo, hi, first step, last step)
     offsets = {}
     for b in bufs:
-        if not b.rects:
+        rects = list(b.rects.values())
+        if not rects:
             offsets[b.key] = 0
             continue
-        first, last = min(r[2] for r in b.rects), max(r[3] for r in b.rects)
+        first, last = min(r[2] for r in rects), max(r[3] for r in rects)
         near = [p for p in placed if p[2] <= last and first <= p[3]]
-        if len(b.rects) > 1:
-            near = [p for p in near if any(p[2] <= e and s <= p[3] for _, _, s, e in b.rects)]
-        cands = sorted({0} | {_align(hi - off, align) for off, _, s, e in b.rects
+        if len(rects) > 1:
+            near = [p for p in near if any(p[2] <= e and s <= p[3] for _, _, s, e in rects)]
+        cands = sorted({0} | {_align(hi - off, align) for off, _, s, e in rects
                               for lo, hi, ps, pe in near if ps <= e and s <= pe and hi > off})
         for offset in cands:
             if not any(ps <= e and s <= pe and offset + off < hi and lo < offset + off + size
-                       for off, size, s, e in b.rects for lo, hi, ps, pe in near):
+                       for off, size, s, e in rects for lo, hi, ps, pe in near):
                 break
         offsets[b.key] = offset
-        placed += [(offset + off, offset + off + size, s, e) for off, size, s, e in b.rects]
+        placed += [(offset + off, offset + off + size, s, e) for off, size, s, e in rects]
     return offsets
 
 

@@ -32,10 +32,10 @@ class Buffer:
     # member -> its byte offset inside the group's storage (0 unless an "end" in-place op
     # put an input at the tail of its larger output)
     member_offset: dict[str, int] = field(default_factory=dict)
-    # what the group really occupies: (offset in the group, bytes, first step, last step) per
-    # member, so that the placer can use bytes a member of a long group does not need yet
-    rects: list[tuple[int, int, int, int]] = field(default_factory=list)
-    life: dict[str, tuple[int, int]] = field(default_factory=dict)   # member -> (first, last step)
+    # what the group really occupies: member (or the scratch key) -> (offset in the group,
+    # bytes, first step, last step), so that the placer can use bytes a member of a long
+    # group does not need yet; members without bytes or steps have none
+    rects: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
 def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[str, int]]:
@@ -90,7 +90,8 @@ def storage_groups(g: Graph, tail: bool | frozenset = True) -> dict[str, str]:
     return {tid: r for tid, (r, _) in storage_layout(g, tail).items()}
 
 
-def inplace_allowed(g: Graph, step: int, find, mode: str = "start", groups=None, last_read=None) -> bool:
+def inplace_allowed(g: Graph, step: int, find, mode: str, groups: dict[str, list[str]],
+                    last_read: dict[str, int]) -> bool:
     """The rule for running op `step` in place: input 0 is an arena activation, no graph input
     or output shares its storage or the output's, no later op reads any tensor of the input's
     storage, and the sizes suit the layout: "start" (output 0 at the input's first byte) needs
@@ -98,7 +99,7 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start", groups=None,
     needs the output at least as large as the input, larger by a multiple of 16 bytes (so
     every tensor sharing the input's storage keeps the arena's alignment). plan/proof.py
     checks the same rule independently. `groups` (root -> members) and `last_read` (tensor ->
-    last step reading it) are what storage_layout keeps to save scanning the graph here."""
+    last step reading it) are what storage_layout keeps, so the graph is not scanned here."""
     op = g.ops[step]
     if not op.inputs or op.inputs[0] is None or not op.outputs:
         return False
@@ -108,12 +109,7 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start", groups=None,
     ra, rb = find(a), find(b)
     if ra == rb:
         return False
-    if groups is not None:
-        group_a, group_b = groups.get(ra, [ra]), groups.get(rb, [rb])
-    else:
-        acts = g.activations()
-        group_a = [t for t in acts if find(t) == ra]
-        group_b = [t for t in acts if find(t) == rb]
+    group_a, group_b = groups.get(ra, [ra]), groups.get(rb, [rb])
     users = set(g.inputs) | set(g.outputs)
     if any(t in users for t in group_a + group_b):
         return False
@@ -124,13 +120,8 @@ def inplace_allowed(g: Graph, step: int, find, mode: str = "start", groups=None,
     elif g.t(b).nbytes > g.t(a).nbytes:
         return False
     members = set(group_a)
-    if last_read is not None:
-        if any(last_read.get(t, -1) > step for t in members):
-            return False
-    else:
-        for later in g.ops[step + 1:]:
-            if any(t in members for t in later.inputs if t is not None):
-                return False
+    if any(last_read.get(t, -1) > step for t in members):
+        return False
     # the op itself must not read the input's storage through a second operand
     return sum(1 for t in op.inputs if t is not None and t in members) == 1
 
@@ -170,8 +161,7 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
         b = groups[r]
         b.start, b.end = min(b.start, first[tid]), max(b.end, final[tid])
         if first[tid] <= final[tid] and g.t(tid).nbytes:
-            b.rects.append((b.member_offset[tid], g.t(tid).nbytes, first[tid], final[tid]))
-            b.life[tid] = (first[tid], final[tid])
+            b.rects[tid] = (b.member_offset[tid], g.t(tid).nbytes, first[tid], final[tid])
     for k, tid in enumerate(g.inputs):
         if not inputs_in_arena or tid in g.outputs:
             groups[rep[tid]].user = ("input", k)
@@ -179,5 +169,6 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
         groups[rep[tid]].user = ("output", k)
     out = sorted(groups.values(), key=lambda b: (b.start, b.key))
     for step, (name, nbytes) in sorted((scratch or {}).items()):
-        out.append(Buffer(f"scratch:{name}", [], nbytes, step, step, rects=[(0, nbytes, step, step)]))
+        key = f"scratch:{name}"
+        out.append(Buffer(key, [], nbytes, step, step, rects={key: (0, nbytes, step, step)}))
     return out

@@ -43,14 +43,13 @@ def _group_label(g: Graph, members: list[str], made_by: dict) -> tuple[str, list
     return label, names
 
 
-def _parts(g: Graph, b) -> list[tuple[int, int, int, int, list[str]]]:
+def _parts(b) -> list[tuple[int, int, int, int, list[str]]]:
     """A storage group as rectangles: (first step, last step, low byte, high byte, members)
     for each run of steps over which the bytes its live members cover stay the same, one per
     contiguous range of them. Usually one (a tensor, its RESHAPE views, or an equal-size
     in-place chain); more when an in-place op changes the size (the group's bytes in use
     grow or shrink there), so the picture shows what the placer used, not the group's hull."""
-    rects = [(tid, (b.member_offset.get(tid, 0), g.t(tid).nbytes, *b.life[tid]))
-             for tid in b.members if tid in b.life]
+    rects = list(b.rects.items())
     out, run = [], None
     for step in range(b.start, b.end + 1):
         ranges = _merge([(off, off + n) for _, (off, n, s, e) in rects if s <= step <= e])
@@ -105,7 +104,7 @@ def memory_map(g: Graph, plan: Plan) -> dict:
                         "size": b.size, "start": b.start, "end": b.end})
             continue
         base = plan.tensors[b.key].offset - b.member_offset.get(b.key, 0)
-        for part, (start, end, lo, hi, members) in enumerate(_parts(g, b)):
+        for part, (start, end, lo, hi, members) in enumerate(_parts(b)):
             label, names = _group_label(g, members, made_by)
             out.append({"kind": "input" if start < 0 else "tensor", "label": label, "layers": names,
                         "tensors": len(members), "offset": base + lo, "size": hi - lo,
