@@ -87,7 +87,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     constants, or ra, the scalar ADD's constants of residual_add_s8.j2), each pair of output pixels
     goes to scratch, then the ADD with the residual (C in0; the convolution's input is in1)
     writes the output over the residual's same elements."""
-    from .conv import folded_bias
+    from .conv import folded_bias, pointwise_inplace
     batches, in_h, in_w, in_c = x.shape
     out_c, kh, kw, _ = w.shape
     k = kh * kw * in_c
@@ -112,12 +112,10 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
         return np.concatenate([a, a], axis=1).reshape(-1)
 
     direct = kh == 1 and kw == 1
-    # In place (conv.py gives the argument): the pair's input pixels are copied to scratch
-    # before its outputs are written; "start" when out_c <= in_c, "end" (the input at the
-    # output's tail) when a stride-1 1x1 conv widens the channels.
-    same_pixels = (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w)
-    copy_in = direct and residual is None and (out_c <= in_c or same_pixels)
-    inplace = ("start" if out_c <= in_c else "end") if copy_in else False
+    # In place (conv.pointwise_inplace): the pair's input pixels are copied to scratch before
+    # its outputs are written
+    inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct and residual is None else False
+    copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
@@ -199,7 +197,7 @@ def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Low
     act_min, act_max = activation_range_int(act, y)
     # In place like the DSP variant (same rule, see depthwise.py): stride 1, output as large
     # as the input, input an intermediate read by this op only.
-    inplace = ((win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w)
+    inplace = (win.keeps_pixels(in_h, in_w)
                and x.id not in g.inputs and x.id not in g.outputs and len(g.consumers(x.id)) == 1)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, C=c, w=win, kspan=kspan, wp=wp, jlo=jlo,
              jhi=jhi, zp_in=x.zero_point, act_min=act_min, act_max=act_max,

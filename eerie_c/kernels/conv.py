@@ -46,6 +46,11 @@ class Window:
     has_border: bool          # some output positions see an out-of-bounds tap
     interior_cond: str        # C condition on (oy, ox) for "interior"; "" if all or none
 
+    def keeps_pixels(self, in_h: int, in_w: int) -> bool:
+        """Stride 1 and as many output rows and columns as input ones: output pixel p is
+        computed from input pixel p onwards (what the in-place kernels rely on)."""
+        return (self.sh, self.sw, self.out_h, self.out_w) == (1, 1, in_h, in_w)
+
 
 def _out_size(padding: str, size: int, k: int, stride: int, dilation: int) -> int:
     eff = (k - 1) * dilation + 1
@@ -249,6 +254,19 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     return v
 
 
+def pointwise_inplace(win: Window, in_h: int, in_w: int, in_c: int, out_c: int) -> str | bool:
+    """Lowered.inplace of a 1x1 conv kernel that copies each step's input pixels into scratch
+    before it writes their outputs (the DSP and MVE kernels). With out_c <= in_c, out0 starts
+    at in0's first byte ("start"): pixel p's output ends at out_c*(p+1) <= in_c*(p+1), where
+    the next unread input pixel starts (strides only move that further on). With out_c > in_c,
+    stride 1 and as many output pixels N as input pixels, in0 sits at the tail of out0 ("end",
+    at byte N*(out_c-in_c)): pixel p's output ends at out_c*(p+1), the next unread input pixel
+    starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later. Else False."""
+    if out_c <= in_c:
+        return "start"
+    return "end" if win.keeps_pixels(in_h, in_w) else False
+
+
 @kernel("CONV_2D", dtypes=("int8", "float32"))
 def lower_conv2d(op, g, ctx):
     what = op_what(op)
@@ -277,16 +295,8 @@ def lower_conv2d(op, g, ctx):
         if v["dsp"]:
             # two columns of kp int16, plus the im2col bytes of one window
             scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
-    # In place for the DSP 1x1 kernel: the two input pixels of a step are copied into the
-    # scratch columns before their outputs are written. With out_c <= in_c, out0 starts at
-    # in0's first byte ("start"): pixel p's output ends at out_c*(p+1) <= in_c*(p+1), where the
-    # next unread input pixel starts (strides only move that further on). With out_c > in_c,
-    # stride 1 and as many output pixels N as input pixels, in0 sits at the tail of out0
-    # ("end", at byte N*(out_c-in_c)): pixel p's output ends at out_c*(p+1), the next unread
-    # input pixel starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later.
     inplace = False
     if x.dtype == "int8" and v.get("dsp") and v.get("direct"):
-        same_pixels = (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w)
-        inplace = "start" if out_c <= in_c else ("end" if same_pixels else False)
+        inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace)

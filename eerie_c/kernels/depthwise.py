@@ -94,7 +94,7 @@ def lower_depthwise_conv2d(op, g, ctx):
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
             # In place (stride 1, output as large as the input, input read by no other op):
             # a ring of pad_t + 1 output rows in scratch; see depthwise_s8_dsp.c.j2.
-            if (win.sh, win.sw, win.out_h, win.out_w) == (1, 1, in_h, in_w) \
+            if win.keeps_pixels(in_h, in_w) \
                     and x.id not in g.inputs and x.id not in g.outputs \
                     and len(g.consumers(x.id)) == 1:
                 v["lag"] = win.pad_t
