@@ -173,7 +173,7 @@ def lower_fc_mve(op, g, ctx, x, w, y, act: str, wdata, folded, mult, shift,
 def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Lowered | None:
     """int8 DEPTHWISE_CONV_2D with depth multiplier 1 and channels a multiple of 4
     (templates/kernels/depthwise_s8_mve.c.j2), or None."""
-    from .conv import folded_bias
+    from .conv import folded_bias, ring_inplace
     batches, in_h, in_w, c = x.shape
     _, kh, kw, out_c = w.shape
     if out_c != c or c % 4 or c == 0 or kh * kw > 25 or batches * win.out_h * win.out_w == 0:
@@ -195,10 +195,8 @@ def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Low
     wp = (win.out_w - 1) * win.sw + (kw - 1) * win.dw + 1
     jlo, jhi = min(win.pad_l, wp), min(wp, win.pad_l + in_w)
     act_min, act_max = activation_range_int(act, y)
-    # In place like the DSP variant (same rule, see depthwise.py): stride 1, output as large
-    # as the input, input an intermediate read by this op only.
-    inplace = (win.keeps_pixels(in_h, in_w)
-               and x.id not in g.inputs and x.id not in g.outputs and len(g.consumers(x.id)) == 1)
+    # In place like the DSP variant (conv.ring_inplace)
+    inplace = ring_inplace(g, x, win, in_h, in_w)
     v = dict(batches=batches, in_h=in_h, in_w=in_w, C=c, w=win, kspan=kspan, wp=wp, jlo=jlo,
              jhi=jhi, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
              weights=ctx.const(np.ascontiguousarray(wrows.astype(np.int8).reshape(c // 4, 4, kh * kw)

@@ -254,6 +254,15 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     return v
 
 
+def ring_inplace(g, x, win: Window, in_h: int, in_w: int) -> bool:
+    """Whether a depthwise kernel should run in place through a ring of output rows (the DSP
+    and MVE kernels): stride 1 with the output as large as the input, and the input an
+    intermediate that this op alone reads (else the planner could not use it, and the ring
+    would cost scratch and copies for nothing)."""
+    return (win.keeps_pixels(in_h, in_w) and x.id not in g.inputs and x.id not in g.outputs
+            and len(g.consumers(x.id)) == 1)
+
+
 def pointwise_inplace(win: Window, in_h: int, in_w: int, in_c: int, out_c: int) -> str | bool:
     """Lowered.inplace of a 1x1 conv kernel that copies each step's input pixels into scratch
     before it writes their outputs (the DSP and MVE kernels). With out_c <= in_c, out0 starts

@@ -19,7 +19,7 @@ from . import Lowered, kernel
 from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
-from .conv import conv_operands, depthwise_window, folded_bias, int8_requant_vars, op_what
+from .conv import conv_operands, depthwise_window, folded_bias, int8_requant_vars, op_what, ring_inplace
 
 
 def dsp_weights(ctx, wk, in_c):
@@ -92,11 +92,9 @@ def lower_depthwise_conv2d(op, g, ctx):
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
-            # In place (stride 1, output as large as the input, input read by no other op):
-            # a ring of pad_t + 1 output rows in scratch; see depthwise_s8_dsp.c.j2.
-            if win.keeps_pixels(in_h, in_w) \
-                    and x.id not in g.inputs and x.id not in g.outputs \
-                    and len(g.consumers(x.id)) == 1:
+            # In place (conv.ring_inplace): a ring of pad_t + 1 output rows in scratch; see
+            # depthwise_s8_dsp.c.j2.
+            if ring_inplace(g, x, win, in_h, in_w):
                 v["lag"] = win.pad_t
                 scratch = (win.pad_t + 1) * in_w * in_c
         else:
