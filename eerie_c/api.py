@@ -76,6 +76,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "memory_plan": memory_map(g, plan),
         "verified": [proof],
     }
+    if g.quantized_from:   # a PT2E program: int8 / float ops and its float islands
+        from .passes.fold_qdq import quantization_report
+        report["quantization"] = quantization_report(g)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)

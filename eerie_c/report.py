@@ -66,7 +66,7 @@ def _measured(r: dict) -> bool:
 
 
 def render_markdown(r: dict) -> str:
-    from .report_sections import layer_rows, measurement_lines
+    from .report_sections import layer_rows, measurement_lines, quantization_lines
     out = [f"# {r['name']}: eerie-c compile report", ""]
     out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
@@ -88,6 +88,7 @@ def render_markdown(r: dict) -> str:
                 "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
         out += [f"| {BUDGET_LABELS[a]} | {b} | {c} | {d} |" for a, b, c, d in budget]
     out += measurement_lines(r)
+    out += quantization_lines(r)
     out += ["", "## Layers", ""] + layer_rows(r)
     out += ["", "## Verification", ""]
     for v in r.get("verified", []):
@@ -112,6 +113,8 @@ def summary_text(r: dict) -> str:
     if r.get("est_instructions") is not None:
         lines.append(f"  instructions per inference: ~{int(r['est_instructions']):,} (compile-time estimate)"
                      + (f", {int(r['instructions']):,} measured" if _measured(r) else ""))
+    from .report_sections import quantization_summary
+    lines += quantization_summary(r)
     checks = r.get("verified", [])
     lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))
     return "\n".join(lines)

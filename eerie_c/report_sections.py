@@ -49,3 +49,52 @@ def layer_rows(r: dict) -> list[str]:
     out += ["", f"Estimated instructions per inference: {'-' if total is None else f'{int(total):,}'}. "
             + EST_NOTE]
     return out
+
+
+def quantization_lines(r: dict) -> list[str]:
+    """report.md's section for a PT2E-quantized PyTorch program: how many ops run in int8 and
+    every float island (ops left in float between a DEQUANTIZE and a QUANTIZE), with the
+    source lines that made it and why it was not folded."""
+    q = r.get("quantization")
+    if not q:
+        return []
+    out = ["", "## Quantization", "",
+           f"PT2E int8 program: {q['int8_ops']} ops run on int8 kernels, {q['float_ops']} in float."]
+    islands = q.get("float_islands", [])
+    if not islands:
+        return out + ["", "No float islands: every op between the input's QUANTIZE and the "
+                      "output's DEQUANTIZE runs in int8."]
+    out += ["", f"{len(islands)} float island(s): these ops run in float32 between a DEQUANTIZE "
+            "and a QUANTIZE.", "", "| island | ops | source | why float |", "|---|---|---|---|"]
+    for k, isl in enumerate(islands, 1):
+        ops = ", ".join(f"{n} ({kd})" for n, kd in zip(isl["ops"][:6], isl["kinds"][:6]))
+        if len(isl["ops"]) > 6:
+            ops += f", ... {len(isl['ops']) - 6} more"
+        src = "<br>".join(_short_source(s) for s in isl["sources"][:3]) or "-"
+        out.append(f"| {k} | {_cell(ops, 300)} | {_cell(src, 300)} | {_cell(isl['reason'], 200)} |")
+    return out
+
+
+def quantization_summary(r: dict) -> list[str]:
+    """--report's lines for the same."""
+    q = r.get("quantization")
+    if not q:
+        return []
+    islands = q.get("float_islands", [])
+    lines = [f"  quantization: PT2E int8, {q['int8_ops']} int8 ops, {q['float_ops']} float ops, "
+             f"{len(islands)} float island(s)"]
+    for isl in islands:
+        where = _short_source(isl["sources"][0]) if isl["sources"] else "?"
+        lines.append(f"    float island: {' '.join(isl['kinds'][:4])}{' ...' if len(isl['kinds']) > 4 else ''}"
+                     f" at {where}: {isl['reason']}")
+    return lines
+
+
+def _short_source(src: str) -> str:
+    """'File "/a/b/model.py", line 12, in forward' -> 'model.py:12 (forward)'."""
+    import re
+    m = re.match(r'File "([^"]+)", line (\d+)(?:, in (\S+))?', src)
+    if not m:
+        return src
+    name = m.group(1).replace("\\", "/").rsplit("/", 1)[-1]
+    return f"{name}:{m.group(2)}" + (f" ({m.group(3)})" if m.group(3) else "")

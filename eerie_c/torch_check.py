@@ -68,7 +68,8 @@ def check(module, example_args=None, dynamic_shapes=None, max_iterations: int | 
                 return fn(*a)
         Wrapped.__name__ = getattr(fn, "__name__", "function")
         module = Wrapped()
-    module = module.eval()
+    if not isinstance(module, torch.fx.GraphModule):   # a convert_pt2e module refuses .eval()
+        module = module.eval()
     label = name or type(module).__name__
     try:
         label += f" ({_show_path(inspect.getsourcefile(type(module)))})"
@@ -105,9 +106,21 @@ def check(module, example_args=None, dynamic_shapes=None, max_iterations: int | 
             out = compile_graph(g, "checked", "host", source=label)
         res.compiled = True
         res.compile_report = out.report
+        _float_islands(out.graph, res)
     except EerieError as e:
         col.add(None, str(e), None, "eerie-c compile")
     return res
+
+
+def _float_islands(g, res: CheckResult) -> None:
+    """A quantized program's float islands, as warnings: which ops fall back and why."""
+    import re as _re
+    for isl in getattr(g, "float_islands", []):
+        m = _re.match(r'File "([^"]+)", line (\d+)', isl["sources"][0]) if isl["sources"] else None
+        ops = ", ".join(f"{n} ({k})" for n, k in zip(isl["ops"][:4], isl["kinds"][:4]))
+        res.findings.append(Finding("float_island", f"{ops}{' ...' if len(isl['ops']) > 4 else ''}: "
+                                    f"{isl['reason']}", m.group(1) if m else None,
+                                    int(m.group(2)) if m else None, fatal=False))
 
 
 def load_target(spec: str, shapes: list[str] | None = None):

@@ -55,7 +55,14 @@ FIXES = {
     "other": "",
 }
 
-TITLES = {"if": "value-dependent `if`", "loop": "value-dependent loop", "item": "Python number from a tensor",
+FIXES["float_island"] = (
+    "Nothing to change if float is acceptable here (it is correct, only slower and larger). To "
+    "run it in int8, use an op with an int8 kernel (`eerie-c ops`) or a quantizer that annotates "
+    "it; ExecuTorch's CortexMQuantizer quantizes convolutions only in a channels-last module "
+    "(model.to(memory_format=torch.channels_last), and a channels-last example input).")
+
+TITLES = {"float_island": "float island in a quantized program (falls back to float32)",
+          "if": "value-dependent `if`", "loop": "value-dependent loop", "item": "Python number from a tensor",
           "tolist": "`.tolist()`", "numpy": "`.numpy()`", "shape": "value-dependent shape",
           "container": "list/dict manipulation driven by a tensor value",
           "assert": "`assert` on a tensor value", "print": "print/logging in forward",

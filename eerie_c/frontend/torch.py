@@ -59,7 +59,8 @@ def export_program(model, example_args=None, dynamic_shapes=None):
             raise EerieError("compiling an nn.Module needs example_args (a tuple of example inputs)")
         if not isinstance(example_args, tuple):
             example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
-        model = model.eval()
+        if not isinstance(model, torch.fx.GraphModule):   # a convert_pt2e module refuses .eval()
+            model = model.eval()
         try:
             return torch.export.export(model, example_args, dynamic_shapes=dynamic_shapes)
         except Exception as e:
@@ -77,7 +78,7 @@ def load_torch(model, example_args=None, name: str = "model",
     check_inputs(ep)
     with quiet_torch():
         try:
-            ep = ep.run_decompositions()
+            ep = ep.run_decompositions(_decompositions())
         except Exception as e:
             raise EerieError(f"torch decomposition to the Core ATen opset failed: {describe(e)}") from None
     names = _dim_names(ep, dynamic_shapes)
@@ -90,6 +91,29 @@ def load_torch(model, example_args=None, name: str = "model",
             return _Lowerer(ep, name, max_iterations, dim_names=names, batch_as_dim=True).run()
         except EerieError:
             raise first from None
+
+
+# Ops kept whole instead of decomposed to the Core ATen opset: each has a kernel of its own
+# (HARD_SWISH, int8 included), where its decomposition (x * relu6(x + 3) / 6) would leave a
+# quantized program four float ops with no quantization between them.
+KEEP_WHOLE = ("hardswish",)
+
+
+def _decompositions():
+    torch = _torch()
+    table = torch.export.default_decompositions()
+    for name in KEEP_WHOLE:
+        table.pop(getattr(torch.ops.aten, name).default, None)
+    return table
+
+
+def register_quantized_ops() -> None:
+    """PT2E's quantize / dequantize ops (torch.ops.quantized_decomposed.*) exist once torch's
+    module defining them is imported; a .pt2 file of a quantized program needs them to load."""
+    try:
+        import torch.ao.quantization.fx._decomposed  # noqa: F401
+    except ImportError:   # pragma: no cover - a torch without them cannot have made such a file
+        pass
 
 
 def check_inputs(ep) -> None:
@@ -155,6 +179,7 @@ def load_pt2(path, name: str = "model", max_iterations: int | None = None) -> Gr
     if max_iterations is None:
         max_iterations = DEFAULT_MAX_ITERATIONS
     torch = _torch()
+    register_quantized_ops()
     with quiet_torch() as said:
         try:
             ep = torch.export.load(str(path))

@@ -64,10 +64,36 @@ def _flat_values(v):
         yield v
 
 
+_LIBRARY_DIRS: list[str] = []
+
+
+def _library_dirs() -> list[str]:
+    """Where torch, torchao and executorch are installed (their frames are not the user's)."""
+    if not _LIBRARY_DIRS:
+        import importlib.util
+        import os
+        for name in ("torch", "torchao", "executorch"):
+            spec = importlib.util.find_spec(name)
+            for d in (spec.submodule_search_locations or []) if spec else []:
+                _LIBRARY_DIRS.append(os.path.realpath(d) + os.sep)
+    return _LIBRARY_DIRS
+
+
 def _src(node) -> str:
+    """The line that made the node: the innermost frame of the user's own code (not inside
+    torch, torchao or executorch: for an nn.Conv2d that is the line calling the layer, not
+    torch's conv.py), else the innermost frame."""
+    import os
+    import re
     st = node.meta.get("stack_trace") or ""
     lines = [ln.strip() for ln in st.strip().splitlines() if ln.strip().startswith("File ")]
-    return lines[-1] if lines else ""
+    libs = _library_dirs()
+
+    def in_library(ln):
+        m = re.match(r'File "([^"]+)"', ln)
+        return bool(m) and any(os.path.realpath(m.group(1)).startswith(d) for d in libs)
+    user = [ln for ln in lines if not in_library(ln)]
+    return (user or lines)[-1] if lines else ""
 
 
 # ---- the op registry: one lowering per ATen op (packet name or overload name) ------------------
@@ -86,7 +112,7 @@ def lowers(*names):
 def registered_lowerings() -> dict:
     """LOWERINGS with every module that registers lowerings imported."""
     from . import (torch_batch, torch_lower_elementwise, torch_lower_nn,  # noqa: F401
-                   torch_lower_pool, torch_lower_pow, torch_lower_reduce, torch_lower_shape)
+                   torch_lower_pool, torch_lower_pow, torch_lower_quant, torch_lower_reduce, torch_lower_shape)
     return LOWERINGS
 
 
@@ -109,6 +135,8 @@ class _Lowerer:
         self.folded_bn: dict = {}
         self.batch = None            # the dynamic batch symbol (sympy), if any
         self.batch_max: int | None = None
+        self.quant_hints: list = []   # scales of dequantized constants (PT2E weights)
+        self.quantized = False        # the program quantizes activations (PT2E)
         registered_lowerings()       # every family's lowerings, whatever was imported first
 
     # ---- building blocks -------------------------------------------------------------------
@@ -248,6 +276,9 @@ class _Lowerer:
         top.outputs = self.finish_outputs(outs, top, "output")
         if self.batch is not None:
             top.dynamic_batch = self.batch_max
+        if self.quantized:
+            top.quantized_from = "pt2e"
+            top.quant_hints = self.quant_hints
         if self.dyn is not None:
             out_node = next(n for n in gm.graph.nodes if n.op == "output")
             res = out_node.args[0]
@@ -364,7 +395,10 @@ class _Lowerer:
                 self.check_limits(tuple(val.shape), _ir_dtype(val.dtype), node.name, activation=False)
             try:
                 with torch.no_grad():
-                    return target(*args, **kwargs)
+                    result = target(*args, **kwargs)
+                from .torch_lower_quant import note_const_dequantize
+                note_const_dequantize(self, node, args, result)
+                return result
             except Exception as e:
                 raise EerieError(f"evaluating {node.name} ({target}) at compile time failed: {e}") from None
         key = getattr(target, "__name__", str(target))   # e.g. "convolution.default"
@@ -376,7 +410,14 @@ class _Lowerer:
         early = None
         if self.dyn is not None and self.dyn.factors:
             args, kwargs, early = self.dyn.before(self, node, packet, args, kwargs)
-        result = early if early is not None else fn(self, node, *args, **kwargs)
+        try:
+            result = early if early is not None else fn(self, node, *args, **kwargs)
+        except EerieError as e:
+            # Every lowering's refusal names the user's line that made the node.
+            src = _src(node)
+            if src and src not in str(e):
+                raise EerieError(f"{e} ({src})") from None
+            raise
         if self.dyn is not None and self.dyn.factors:
             result = self.dyn.after(self, node, packet, args, result)
         if self.batch is not None:

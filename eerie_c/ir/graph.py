@@ -94,6 +94,12 @@ class Graph:
     ops: list[Op]
     inputs: list[str]
     outputs: list[str]
+    # A PyTorch program quantized with PT2E: the quantizer's name ("" for any other model),
+    # the (scale, zero point, qmin, qmax) of every constant it dequantized (passes/fold_qdq.py
+    # recovers int8 weights with them), and the float islands that pass left (report, check).
+    quantized_from: str = ""
+    quant_hints: list = field(default_factory=list)
+    float_islands: list = field(default_factory=list)
 
     def t(self, tid: str) -> Tensor:
         return self.tensors[tid]

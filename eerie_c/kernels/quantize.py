@@ -3,7 +3,8 @@
 
 - float -> int: q = round_half_away(x / scale) computed in float32 (TFLM divides by the scale
   cast to float and rounds with roundf; a double division differs on some inputs), plus the
-  zero point, saturated. We saturate in float before converting, so huge values clamp to the
+  zero point, saturated. A PyTorch (PT2E) program's QUANTIZE carries rounding="half_even":
+  q = rint(x * float32(1 / scale)), as quantized_decomposed.quantize_per_tensor computes it. We saturate in float before converting, so huge values clamp to the
   type's range instead of hitting the undefined int conversion TFLM performs.
 - int -> int: out = zp_out + requantize(x - zp_in) with multiplier in_scale / out_scale derived
   in double, saturated to the output type; equal scales give an exact offset shift.
@@ -48,7 +49,12 @@ def lower_quantize(op, g, ctx):
         if y.dtype not in FLOAT_OUTPUTS:
             raise EerieError(f"QUANTIZE {op.name!r}: float32 -> {y.dtype} is not supported")
         zp = y.zero_point
+        # PT2E's quantize_per_tensor (a PyTorch program's input) multiplies by the float32
+        # reciprocal of the scale and rounds half to even: the same here, so the int8 values
+        # are the ones the program's own eager run computes.
+        half_even = op.attrs.get("rounding") == "half_even"
         body = render("kernels/quantize_f32.c.j2", n=x.size, ctype=y.ctype, scale=y.scale,
+                      inv_scale=float(np.float32(1.0 / y.scale)), half_even=half_even,
                       lo=qmin - zp, hi=qmax - zp, zp=_signed(zp))
         return Lowered(body=body, inputs=[x.id], outputs=[y.id])
 

@@ -1,0 +1,255 @@
+"""How each float op becomes its int8 form when fold_qdq.py folds it: weights and biases
+recovered from the quantizer's scales, constant operands quantized, and the quantization
+rules TFLite's int8 kernels impose (pooling and concatenation keep their input's parameters,
+LOGISTIC / TANH / SOFTMAX write fixed ones), met by an int8 -> int8 requantization after the
+op where the program asked for other parameters.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Op, Quant, Tensor
+
+# Activations an int8 op applies as its fused clamp (TFLite's fused_activation_function).
+ACTIVATIONS = {"RELU", "RELU6", "RELU_N1_TO_1"}
+FUSES_ACTIVATION = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL"}
+
+# (weights input index, output-channel axis of the IR weights, bias input index)
+WEIGHTED = {"CONV_2D": (1, 0, 2), "DEPTHWISE_CONV_2D": (1, 3, 2), "FULLY_CONNECTED": (1, 0, 2),
+            "TRANSPOSE_CONV": (1, 0, 3)}
+
+# Ops whose int8 kernels (as TFLM's) require the output to carry the input's parameters:
+# they move or select values without rescaling (TFLM's RELU6 clamps without rescaling too).
+SAME_QUANT = {"RELU6", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS",
+              "SLICE", "STRIDED_SLICE", "PAD", "PADV2", "MIRROR_PAD", "CONCATENATION", "PACK",
+              "UNPACK", "SPLIT", "SPLIT_V", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR",
+              "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER", "REDUCE_MAX", "REDUCE_MIN",
+              "BROADCAST_TO", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND"}
+# Ops that only move values: with no QUANTIZE after them they still run in int8, keeping the
+# input's parameters (a quantizer does not annotate a view or a flatten).
+MOVES_VALUES = {"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS", "SLICE", "STRIDED_SLICE",
+                "CONCATENATION", "PACK", "UNPACK", "SPLIT", "SPLIT_V", "MAX_POOL_2D",
+                "RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER",
+                "REDUCE_MAX", "REDUCE_MIN", "BROADCAST_TO", "PAD"}
+# Ops that change only the layout of the values, not which values there are.
+LAYOUT = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE"}
+# What may sit between an op and the QUANTIZE that gives its result's parameters: the op then
+# writes int8 at those parameters and these run in int8 at the same ones (a transposed conv's
+# crop, a grouped conv's concatenation of its groups).
+PASS_THROUGH = LAYOUT | {"SLICE", "STRIDED_SLICE", "CONCATENATION"}
+# int8 kernels with a fixed output scale and zero point (TFLM's LOGISTIC, TANH, SOFTMAX).
+FIXED_OUTPUT = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0), "SOFTMAX": (1.0 / 256, -128)}
+
+
+def int8_kernel_exists(kind: str) -> bool:
+    from ..kernels import load_all
+    info = load_all().get(kind)
+    return info is not None and ("int8" in info.dtypes or "any" in info.dtypes)
+
+
+def _quant(scale, zp, axis=0) -> Quant:
+    return Quant(np.asarray(scale, np.float32).reshape(-1), np.asarray(zp, np.int64).reshape(-1), axis)
+
+
+class Folder:
+    """The int8 rewrite of one op; fold_qdq._Fold walks the graph and calls it."""
+
+    def __init__(self, g: Graph):
+        self.g = g
+        self.why_not = ""
+        self.n = 0
+        self.view: dict[str, str] = {}      # float tensor id -> int8 tensor it dequantizes
+
+    # ---- small helpers -----------------------------------------------------------------
+
+    def dtype(self, tid: str) -> str:
+        return self.g.t(tid).dtype
+
+    @staticmethod
+    def same_quant(a: Tensor, b: Tensor) -> bool:
+        qa, qb = a.quant, b.quant
+        return (qa is not None and qb is not None and a.dtype == b.dtype
+                and np.array_equal(qa.scale.astype(np.float32), qb.scale.astype(np.float32))
+                and np.array_equal(qa.zero_point, qb.zero_point))
+
+    def fresh(self, like: str, shape, dtype: str, quant: Quant | None, data=None, label="") -> str:
+        while True:
+            self.n += 1
+            tid = f"{like}_q{self.n}"[:60]
+            if tid not in self.g.tensors:
+                break
+        self.g.tensors[tid] = Tensor(tid, tuple(int(d) for d in shape), dtype,
+                                     label or self.g.t(like).label, quant, data)
+        return tid
+
+    def refuse(self, why: str):
+        self.why_not = why
+        return None
+
+    # ---- folding one op with a QUANTIZE after it ----------------------------------------
+
+    def fold(self, op: Op, act: Op | None, out: str) -> list[Op] | None:
+        """The int8 form of `op` writing `out` (an int8 tensor with the program's parameters),
+        or None (self.why_not says why)."""
+        g = self.g
+        if not int8_kernel_exists(op.kind):
+            return self.refuse(f"no int8 kernel for {op.kind}")
+        attrs = dict(op.attrs)
+        if act is not None:
+            attrs["fused_activation_function"] = act.kind
+        ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
+        if op.kind == "AVERAGE_POOL_2D" and op.attrs.get("padding") == "VALID" \
+                and not self.same_quant(g.t(ins[0]), g.t(out)):
+            return [self.pool_as_depthwise(op, ins[0], out, attrs)]
+        if op.kind in WEIGHTED:
+            ins = self.weights_and_bias(op, ins)
+        elif op.kind == "CONCATENATION":
+            return self.fold_concat(op, ins, out)
+        else:
+            ins = self.const_operands(op, ins, out)
+        if ins is None:
+            return None
+        pre = []
+        x0 = next((t for t in ins if t is not None and not g.t(t).is_const and g.t(t).dtype == "int8"), None)
+        need = None
+        if op.kind in SAME_QUANT and x0 is not None:
+            need = g.t(x0).quant
+        elif op.kind in FIXED_OUTPUT:
+            need = _quant(*FIXED_OUTPUT[op.kind])
+        if need is not None and not self.same_quant(Tensor("", (), "int8", quant=need), g.t(out)):
+            mid = self.fresh(out, g.t(out).shape, "int8", need)
+            return pre + [Op(op.kind, ins, [mid], attrs, op.name, op.index, op.subgraph, op.regions),
+                          Op("QUANTIZE", [mid], [out], {}, f"{op.name}_requant", op.index, op.subgraph)]
+        return pre + [Op(op.kind, ins, [out], attrs, op.name, op.index, op.subgraph, op.regions)]
+
+    def pool_as_depthwise(self, op: Op, x: str, out: str, attrs: dict) -> Op:
+        """A VALID average pool whose output has other parameters than its input: TFLM's int8
+        pool cannot rescale, and pooling at the input's parameters then requantizing rounds
+        twice (up to 1.5 steps off eager). A depthwise conv with int8 weights of 1 at scale
+        1 / (kh * kw) computes the same average and rescales it with one rounding."""
+        g = self.g
+        kh, kw = int(attrs["filter_height"]), int(attrs["filter_width"])
+        c = g.t(x).shape[3]
+        w = self.fresh(x, (1, kh, kw, c), "int8", _quant(np.full(c, 1.0 / (kh * kw)), np.zeros(c), 3),
+                       np.ones((1, kh, kw, c), np.int8), label=f"{op.name}_ones")
+        s_b = np.float32(g.t(x).scale) * np.float32(1.0 / (kh * kw))
+        b = self.fresh(x, (c,), "int32", _quant(np.full(c, s_b), np.zeros(c)), np.zeros(c, np.int32),
+                       label=f"{op.name}_bias")
+        dw = {"padding": "VALID", "stride_h": attrs["stride_h"], "stride_w": attrs["stride_w"],
+              "dilation_h_factor": 1, "dilation_w_factor": 1, "depth_multiplier": 1,
+              "fused_activation_function": attrs.get("fused_activation_function", "NONE")}
+        for k in ("torch_source",):
+            if k in attrs:
+                dw[k] = attrs[k]
+        return Op("DEPTHWISE_CONV_2D", [x, w, b], [out], dw, op.name, op.index, op.subgraph)
+
+    def fold_concat(self, op: Op, ins, out) -> list[Op]:
+        """TFLM's int8 CONCATENATION needs every input at the output's parameters: requantize
+        the inputs that differ first."""
+        g = self.g
+        made, new_ins = [], []
+        for t in ins:
+            if g.t(t).is_const or self.same_quant(g.t(t), g.t(out)):
+                new_ins.append(t)
+                continue
+            r = self.fresh(out, g.t(t).shape, "int8", g.t(out).quant)
+            made.append(Op("QUANTIZE", [t], [r], {}, f"{op.name}_requant", op.index, op.subgraph))
+            new_ins.append(r)
+        return made + [Op(op.kind, new_ins, [out], dict(op.attrs), op.name, op.index, op.subgraph)]
+
+    def fold_moving(self, op: Op) -> list[Op] | None:
+        """An op that only moves values, with no QUANTIZE after it: int8 outputs with the
+        input's parameters (every activation input must share them)."""
+        g = self.g
+        if op.kind not in MOVES_VALUES or not int8_kernel_exists(op.kind):
+            return None
+        acts = [t for t in op.inputs if t is not None and not g.t(t).is_const]
+        views = [self.view[t] for t in acts]
+        if any(not self.same_quant(g.t(v), g.t(views[0])) for v in views[1:]):
+            return None
+        if any(t is not None and g.t(t).is_const and g.t(t).dtype == "float32" for t in op.inputs):
+            return None   # a float pad value and the like
+        quant = g.t(views[0]).quant
+        outs = []
+        for y in op.outputs:
+            v = self.fresh(y, g.t(y).shape, "int8", quant)
+            self.view[y] = v
+            outs.append(v)
+        ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
+        return [Op(op.kind, ins, outs, dict(op.attrs), op.name, op.index, op.subgraph)]
+
+    # ---- constants ------------------------------------------------------------------------
+
+    def weights_and_bias(self, op: Op, ins):
+        g = self.g
+        wi, axis, bi = WEIGHTED[op.kind]
+        x = ins[2] if op.kind == "TRANSPOSE_CONV" else ins[0]
+        w = g.t(ins[wi])
+        if not w.is_const or w.dtype != "float32":
+            return self.refuse("its weights are not constants")
+        found = self.int8_weights(w, axis)
+        if found is None:
+            return None
+        q, wq = found
+        ins = list(ins)
+        ins[wi] = self.fresh(w.id, w.shape, "int8", wq, q, label=w.label)
+        if bi < len(ins) and ins[bi] is not None:
+            b = g.t(ins[bi])
+            if not b.is_const or b.dtype != "float32":
+                return self.refuse("its bias is not a constant")
+            s_in = np.float64(np.float32(g.t(x).scale))
+            s = s_in * wq.scale.astype(np.float64)
+            s = np.broadcast_to(s, b.shape) if s.size == 1 else s
+            qb = np.round(b.data.astype(np.float64) / s)
+            if np.any(np.abs(qb) > 2 ** 31 - 1):
+                return self.refuse("its bias does not fit int32 at scale input * weight scale")
+            ins[bi] = self.fresh(b.id, b.shape, "int32", _quant(s, np.zeros(s.size)), qb.astype(np.int32),
+                                 label=b.label)
+        return ins
+
+    def int8_weights(self, w: Tensor, axis: int):
+        """(int8 data, Quant) that dequantize exactly to the float weights, using the scales
+        of the program's dequantized constants (Graph.quant_hints)."""
+        c = w.shape[axis]
+        shape = [1] * len(w.shape)
+        shape[axis] = c
+        for scale, zp, qmin, qmax in self.g.quant_hints:
+            if scale.size == 1:
+                windows = [(scale, zp)]
+            elif scale.size % c == 0:
+                windows = [(scale[k:k + c], zp[k:k + c]) for k in range(0, scale.size, c)]
+            else:
+                continue
+            for s, z in windows:
+                if np.any(z != 0):
+                    continue   # TFLite's int8 weights are symmetric
+                sb = s.astype(np.float32).reshape(shape) if s.size > 1 else s.astype(np.float32).reshape(())
+                qv = np.round(w.data.astype(np.float64) / sb.astype(np.float64))
+                if np.any(qv < qmin) or np.any(qv > qmax) or np.any(~np.isfinite(qv)):
+                    continue
+                back = qv.astype(np.float32) * sb
+                if np.array_equal(back.astype(np.float32), w.data):
+                    ch = np.broadcast_to(s.astype(np.float32), (c,)) if s.size == 1 else s
+                    quant = _quant(ch, np.zeros(c), axis) if s.size > 1 else _quant(s, [0], 0)
+                    return qv.astype(np.int8), quant
+        return self.refuse("its weights are not the dequantization of int8 weights "
+                           "(the quantizer left them in float)")
+
+    def const_operands(self, op: Op, ins, out):
+        """Float constant operands of an element-wise op, quantized on their own range (asymmetric
+        int8, as the TFLite converter does). Integer constants (axes, shapes) stay as they are."""
+        g = self.g
+        new = []
+        for t in ins:
+            if t is None or not g.t(t).is_const or g.t(t).dtype != "float32":
+                new.append(t)
+                continue
+            data = g.t(t).data.astype(np.float64)
+            if data.size and not np.all(np.isfinite(data)):
+                return self.refuse("a constant operand is not finite")
+            lo, hi = min(float(data.min(initial=0.0)), 0.0), max(float(data.max(initial=0.0)), 0.0)
+            scale = (hi - lo) / 255.0 if hi > lo else 1.0
+            zp = int(np.clip(np.round(-128 - lo / scale), -128, 127))
+            q = np.clip(np.round(data / scale) + zp, -128, 127).astype(np.int8)
+            new.append(self.fresh(t, g.t(t).shape, "int8", _quant(scale, zp), q))
+        return new

@@ -1,0 +1,108 @@
+"""PT2E quantization for the tests: the two quantizers users run, and the accuracy contract.
+
+* `xnnpack`: torchao's XNNPACK-style symmetric quantizer (per-channel weights by default);
+* `cortex_m`: ExecuTorch's CortexMQuantizer (it quantizes convolutions only for channels-last
+  modules and inputs, so 4-D programs are converted to channels-last first).
+
+The contract (docs/pytorch.md): the reference is the converted program's own eager output;
+every output element within one output quantization step, and the same argmax for classifiers.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+QUANTIZERS = ("xnnpack", "cortex_m")
+
+
+def quantizer(name: str, per_channel: bool = True):
+    if name == "xnnpack":
+        from torchao.testing.pt2e._xnnpack_quantizer import (XNNPACKQuantizer,
+                                                              get_symmetric_quantization_config)
+        return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=per_channel))
+    if name == "cortex_m":
+        from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+        return CortexMQuantizer()
+    raise ValueError(name)
+
+
+def quantize(m: torch.nn.Module, x: torch.Tensor, name: str = "xnnpack", calib: int = 16,
+             per_channel: bool = True, seed: int = 0):
+    """(converted module, example input): export, prepare_pt2e, calibrate on `calib` random
+    inputs shaped like x (plus x itself), convert_pt2e."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    m = m.eval()
+    if name == "cortex_m" and x.dim() == 4:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    g = torch.Generator().manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(m, (x,))
+        pm = prepare_pt2e(ep.module(check_guards=False), quantizer(name, per_channel))
+        for _ in range(calib):
+            pm(torch.randn(x.shape, generator=g))
+        pm(x)
+        return convert_pt2e(pm), x
+
+
+def eager(cm, xs: np.ndarray) -> np.ndarray:
+    """The converted program's own outputs, one inference per row of xs."""
+    with torch.no_grad():
+        return np.stack([cm(torch.tensor(x)).numpy() for x in xs])
+
+
+def output_step(graph) -> float:
+    """The quantization step of the program's (first) output: the scale its final DEQUANTIZE
+    reads; 0.0 when the output is computed in float (a float island at the end)."""
+    out = graph.outputs[0]
+    for op in graph.ops:
+        if out in op.outputs and op.kind == "DEQUANTIZE":
+            return float(graph.t(op.inputs[0]).scale)
+    return 0.0
+
+
+def assert_contract(got: np.ndarray, ref: np.ndarray, step: float, classifier: bool = False,
+                    max_steps: int = 1) -> float:
+    """Every element within one output step (`max_steps` where a documented compounding allows
+    more: see COMPOUNDING in test_pt2e_zoo.py); float outputs within 1e-5 relative. The same
+    argmax where eager's top two differ by more than two steps. Returns the fraction of
+    elements exactly equal."""
+    got = got.reshape(ref.shape).astype(np.float64)
+    ref = ref.astype(np.float64)
+    if step:
+        # In units of the step; the outputs are float32 multiples of it, exact to ~1e-5 steps.
+        err = np.abs(got - ref) / step
+        assert err.max() <= max_steps + 1e-3, (
+            f"off by {err.max():.3f} steps (step {step:g}; allowed {max_steps}) at "
+            f"{np.unravel_index(err.argmax(), err.shape)}")
+    else:
+        err = np.abs(got - ref)
+        assert err.max() <= 1e-5 * max(1.0, float(np.abs(ref).max())), f"off by {err.max():g}"
+    if classifier:
+        flat_g, flat_r = got.reshape(len(got), -1), ref.reshape(len(ref), -1)
+        top2 = np.sort(flat_r, axis=1)[:, -2:]
+        clear = (top2[:, 1] - top2[:, 0]) > 2 * max(step, 1e-6)
+        assert clear.any(), "no input with a clear winner: the argmax check would test nothing"
+        assert np.array_equal(flat_g.argmax(1)[clear], flat_r.argmax(1)[clear])
+    return float(np.mean(got == ref))
+
+
+def smooth_inputs(shape, n: int, seed: int = 0) -> np.ndarray:
+    """Real-looking inputs: low-frequency fields (an image's or a spectrogram's smoothness)
+    rather than white noise, n of them."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        x = rng.standard_normal(shape)
+        for ax in range(2, len(shape)):   # a running average along each spatial axis
+            k = max(1, shape[ax] // 4)
+            x = np.apply_along_axis(lambda v: np.convolve(v, np.ones(k) / k, mode="same"), ax, x)
+        out.append((x / (x.std() + 1e-9)).astype(np.float32))
+    return np.stack(out)
+
+
+def random_inputs(shape, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, *shape)).astype(np.float32)
