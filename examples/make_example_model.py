@@ -26,6 +26,13 @@ FILTERS, UNITS = 8, 4
 IN_SCALE, IN_ZP = 1 / 128, 0
 
 
+def _stable(v: float) -> float:
+    """A calibrated value rounded to 6 significant digits. Calibration sums thousands of
+    products, whose last bits depend on the numpy / BLAS build; rounded like this, the value
+    (and every byte of the model) is the same on any machine."""
+    return float(f"{float(v):.6g}")
+
+
 def main(out: Path):
     rng = np.random.default_rng(2024)
     # ---- float network, then quantize it (per-channel weights, per-tensor activations)
@@ -39,18 +46,18 @@ def main(out: Path):
     conv_bs = IN_SCALE * conv_ws
     conv_bq = np.round(conv_b / conv_bs).astype(np.int32)
 
-    # Calibrate the activation ranges on random inputs in [-1, 1).
-    x = rng.uniform(-1, 1, (64, H, W, 1)).astype(np.float32)
+    # Calibrate the activation ranges on random inputs in [-1, 1), in float64, rounded (_stable).
+    x = rng.uniform(-1, 1, (64, H, W, 1)).astype(np.float32).astype(np.float64)
     xp = np.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0)))   # SAME, stride 2, 10 -> 5: pad after by 1
-    conv = np.zeros((64, 5, 5, FILTERS), np.float32)
+    conv = np.zeros((64, 5, 5, FILTERS), np.float64)
     for i in range(5):
         for j in range(5):
             patch = xp[:, 2 * i:2 * i + 3, 2 * j:2 * j + 3, :]
-            conv[:, i, j, :] = np.einsum("nhwc,fhwc->nf", patch, conv_w) + conv_b
+            conv[:, i, j, :] = np.einsum("nhwc,fhwc->nf", patch, conv_w.astype(np.float64)) + conv_b
     conv = np.maximum(conv, 0)
-    conv_scale = float(conv.max()) / 255          # RELU output: zero point -128, range [0, max]
-    fc = conv.reshape(64, -1) @ fc_w.T + fc_b
-    fc_scale = float(np.abs(fc).max()) / 127
+    conv_scale = _stable(conv.max() / 255)         # RELU output: zero point -128, range [0, max]
+    fc = conv.reshape(64, -1) @ fc_w.T.astype(np.float64) + fc_b
+    fc_scale = _stable(np.abs(fc).max() / 127)
 
     fc_ws = np.abs(fc_w).max(1) / 127
     fc_wq = np.clip(np.round(fc_w / fc_ws[:, None]), -127, 127).astype(np.int8)

@@ -123,9 +123,15 @@ def _per_channel(w, axis):
     return q, scale.astype(np.float32)
 
 
+def _stable(v: float) -> float:
+    """A calibrated value rounded to 6 significant digits: the float64 sums behind it differ
+    in their last bits between numpy / BLAS builds; rounded, the model is the same everywhere."""
+    return float(f"{float(v):.6g}")
+
+
 def _activation(lo, hi):
     """Asymmetric int8 (scale, zero point) covering [lo, hi], which always includes 0."""
-    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    lo, hi = min(_stable(lo), 0.0), max(_stable(hi), 0.0)
     scale = (hi - lo) / 255
     zp = int(np.clip(round(-128 - lo / scale), -128, 127))
     return float(np.float32(scale)), zp
