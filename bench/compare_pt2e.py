@@ -14,8 +14,9 @@ on random inputs and quantized with each quantizer:
 
 Prints one row per program: instructions per inference, flash (whole firmware ELF: text +
 data), RAM (data + bss + measured stack), arena, and the ratio to the TFLite model; and the
-outputs' agreement with the program's own eager run (within one output quantization step,
-fraction exactly equal).
+outputs' agreement with the program's own eager run (within one output quantization step, or
+1e-5 where the output is computed in float: XNNPACK's quantizer leaves the softmax in float;
+fraction exactly equal) and the float islands.
 
     python bench/compare_pt2e.py                       # mps2-an386
     python bench/compare_pt2e.py --board mps3-an547
@@ -111,9 +112,12 @@ def measure(board: str, n: int = 4) -> list[dict]:
         outs, rep = run(cm, [xs.numpy()], example_args=(ex,), board=board)
         ref = np.stack([cm(xs[k]).detach().numpy() for k in range(n)])
         got = outs[0].reshape(ref.shape)
-        step = 1.0 / 256   # the softmax output's quantization step
+        q = rep["quantization"]
+        step = q["output_steps"][0]   # 0: the output is computed in float (a softmax island)
         row = _row(f"DS-CNN torch.nn, PT2E {qname}", rep)
-        row["within_step"] = bool(np.all(np.abs(got - ref) <= step * (1 + 1e-6)))
+        row["islands"] = [" ".join(i["kinds"]) for i in q["float_islands"]]
+        tol = step * 1.001 if step else 1e-5
+        row["within_step"] = bool(np.all(np.abs(got - ref) <= tol))
         row["exact"] = float(np.mean(got == ref))
         row["argmax"] = bool(np.array_equal(got.argmax(-1), ref.argmax(-1)))
         rows.append(row)
@@ -129,7 +133,8 @@ def table(rows: list[dict], board: str) -> str:
     for r in rows:
         agree = "-" if "exact" not in r else (
             f"{'within 1 step' if r['within_step'] else 'OFF BY MORE'}, {r['exact']:.0%} exact, "
-            f"argmax {'same' if r['argmax'] else 'DIFFERS'}")
+            f"argmax {'same' if r['argmax'] else 'DIFFERS'}"
+            + (f"; float island: {', '.join(r['islands'])}" if r["islands"] else "; all int8"))
         out.append(f"| {r['program']} | {r['instructions']:,} | {r['instructions'] / base['instructions']:.2f}x | "
                    f"{r['flash']:,} | {r['flash'] / base['flash']:.2f}x | {r['arena']:,} | "
                    f"{r['arena'] / base['arena']:.2f}x | {r['ram']:,} | {agree} |")

@@ -100,7 +100,7 @@ class Folder:
         ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
         if op.kind == "AVERAGE_POOL_2D" and op.attrs.get("padding") == "VALID" \
                 and not self.same_quant(g.t(ins[0]), g.t(out)):
-            return [self.pool_as_depthwise(op, ins[0], out, attrs)]
+            return [self.rescaling_pool(op, ins[0], out, attrs)]
         if op.kind in WEIGHTED:
             ins = self.weights_and_bias(op, ins)
         elif op.kind == "CONCATENATION":
@@ -122,14 +122,21 @@ class Folder:
                           Op("QUANTIZE", [mid], [out], {}, f"{op.name}_requant", op.index, op.subgraph)]
         return pre + [Op(op.kind, ins, [out], attrs, op.name, op.index, op.subgraph, op.regions)]
 
-    def pool_as_depthwise(self, op: Op, x: str, out: str, attrs: dict) -> Op:
+    def rescaling_pool(self, op: Op, x: str, out: str, attrs: dict) -> Op:
         """A VALID average pool whose output has other parameters than its input: TFLM's int8
         pool cannot rescale, and pooling at the input's parameters then requantizing rounds
-        twice (up to 1.5 steps off eager). A depthwise conv with int8 weights of 1 at scale
-        1 / (kh * kw) computes the same average and rescales it with one rounding."""
+        twice (up to 1.5 steps off eager). One rounding instead: a pool over the whole image
+        is a MEAN (which rescales); any other, a depthwise conv with int8 weights of 1 at
+        scale 1 / (kh * kw)."""
         g = self.g
         kh, kw = int(attrs["filter_height"]), int(attrs["filter_width"])
-        c = g.t(x).shape[3]
+        n, h, w_, c = g.t(x).shape
+        if (kh, kw) == (h, w_):
+            axes = self.fresh(x, (2,), "int32", None, np.array([1, 2], np.int32), label=f"{op.name}_axes")
+            mean = {"keep_dims": True}
+            if "torch_source" in attrs:
+                mean["torch_source"] = attrs["torch_source"]
+            return Op("MEAN", [x, axes], [out], mean, op.name, op.index, op.subgraph)
         w = self.fresh(x, (1, kh, kw, c), "int8", _quant(np.full(c, 1.0 / (kh * kw)), np.zeros(c), 3),
                        np.ones((1, kh, kw, c), np.int8), label=f"{op.name}_ones")
         s_b = np.float32(g.t(x).scale) * np.float32(1.0 / (kh * kw))

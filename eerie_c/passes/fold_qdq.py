@@ -27,7 +27,8 @@ reports and `eerie-c check`; nothing falls back silently.
 from __future__ import annotations
 
 from ..ir import Graph, Op, Tensor
-from ._int8_ops import ACTIVATIONS, FUSES_ACTIVATION, LAYOUT, PASS_THROUGH, Folder, int8_kernel_exists
+from ._int8_ops import (ACTIVATIONS, FUSES_ACTIVATION, LAYOUT, MOVES_VALUES, PASS_THROUGH, Folder,
+                        int8_kernel_exists)
 
 
 def fold_qdq(g: Graph) -> Graph:
@@ -73,6 +74,10 @@ class _Fold(Folder):
         if not op.outputs or any(self.dtype(t) != "float32" for t in op.outputs):
             return [op]
         acts = [t for t in op.inputs if t is not None and not g.t(t).is_const]
+        if len(acts) == 1 and acts[0] not in self.view:
+            early = self.quantize_early(op, acts[0])
+            if early is not None:
+                return early
         if not acts or any(t not in self.view for t in acts):
             return [op]    # reads a float value that is not a dequantized one: stays float
         target = self.quantize_target(op)
@@ -101,6 +106,26 @@ class _Fold(Folder):
             return moved
         self.note_island(op, "its result is not quantized by the quantizer (it is read as float)")
         return [op]
+
+    def quantize_early(self, op: Op, x: str) -> list[Op] | None:
+        """A float value that only moves (a zero PAD, a reshape, a transpose) on its way into a
+        QUANTIZE, the program's input typically: quantizing commutes with moving values (0
+        quantizes to the zero point, which int8 PAD writes), so quantize first and move int8
+        bytes: a quarter of the data, and no float op left."""
+        g = self.g
+        if op.kind not in MOVES_VALUES or len(op.outputs) != 1 or g.t(x).dtype != "float32":
+            return None
+        if any(t is not None and g.t(t).is_const and g.t(t).dtype == "float32" for t in op.inputs):
+            return None   # PADV2's value, say
+        q = self.only_reader(op.outputs[0])
+        if q is None or q.kind != "QUANTIZE" or self.dtype(q.outputs[0]) != "int8":
+            return None
+        out = q.outputs[0]
+        xq = self.fresh(x, g.t(x).shape, "int8", g.t(out).quant)
+        self.done.add(id(q))
+        return [Op("QUANTIZE", [x], [xq], dict(q.attrs), q.name, q.index, q.subgraph),
+                Op(op.kind, [xq if t == x else t for t in op.inputs], [out], dict(op.attrs), op.name,
+                   op.index, op.subgraph)]
 
     def visit_quantize(self, op: Op) -> list[Op]:
         x, y = op.inputs[0], op.outputs[0]

@@ -167,6 +167,13 @@ def test_float_island_is_reported_everywhere(tmp_path, capsys):
     xs = random_inputs(ex.shape, 4, 6)
     outs, _ = eerie_c.run(cm, [xs], example_args=(ex,))
     assert_contract(outs[0], eager(cm, xs), output_step(res.graph))
+    # --report (the CLI's summary) lists it too.
+    path = tmp_path / "gelu.pt2"
+    torch.export.save(torch.export.export(cm, (ex,)), str(path))
+    r = subprocess.run([sys.executable, "-m", "eerie_c.cli", str(path), "--report", "-q",
+                        "-o", str(tmp_path / "cli")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "float island: GELU at test_pt2e.py:" in r.stdout and "no int8 kernel for GELU" in r.stdout, r.stdout
     # eerie-c check names the op that falls back and why.
     result = eerie_c.check(cm, (ex,))
     assert result.ok
@@ -236,3 +243,29 @@ def test_input_quantize_rounds_like_pt2e():
     xs = np.stack([ties, noise])[:, None, :]
     outs, _ = eerie_c.run(m, [xs], example_args=(torch.randn(1, 80),))
     assert np.array_equal(outs[0].reshape(2, 1, 80), eager(m, xs))
+
+
+class PaddedInput(nn.Module):
+    """The kws_ref_model's SAME padding written as a ZeroPad2d on the float input."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ZeroPad2d((1, 1, 4, 5))
+        self.conv = nn.Conv2d(1, 4, (10, 4), stride=2)
+
+    def forward(self, x):
+        return self.conv(self.pad(x))
+
+
+def test_input_is_quantized_before_it_moves():
+    """A zero pad between the float input and its quantize runs in int8 after the quantize
+    (0 quantizes to the zero point): no float op, a quarter of the bytes moved."""
+    torch.manual_seed(8)
+    cm, ex = quantize(PaddedInput(), torch.randn(1, 1, 49, 10), "xnnpack")
+    res = eerie_c.compile(cm, (ex,))
+    kinds = [(op.kind, res.graph.t(op.outputs[0]).dtype) for op in res.graph.ops]
+    assert kinds[0] == ("QUANTIZE", "int8") and ("PAD", "int8") in kinds, kinds
+    assert res.graph.float_islands == []
+    xs = random_inputs(ex.shape, 4, 10)
+    outs, _ = eerie_c.run(cm, [xs], example_args=(ex,))
+    assert_contract(outs[0], eager(cm, xs), output_step(res.graph))
