@@ -128,7 +128,7 @@ def cmd_compile(argv):
     if a.board:
         print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
               f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
-    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, report.json, report.md, memory.svg/.png "
+    print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, .cmake, report.json, report.md, memory.svg/.png "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
           f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)")
     if a.report:

@@ -41,7 +41,7 @@ def test_compile_writes_files(models_dir, tmp_path):
     out = tmp_path / "ad"
     p = eerie(models_dir / "ad01_int8.tflite", "-o", out, "--name", "ad")
     assert p.returncode == 0, p.stderr
-    assert sorted(x.name for x in out.iterdir()) == ["ad.c", "ad.h", "ad.mk", "memory.png", "memory.svg",
+    assert sorted(x.name for x in out.iterdir()) == ["ad.c", "ad.cmake", "ad.h", "ad.mk", "memory.png", "memory.svg",
                                                      "report.json", "report.md"]
     rep = json.loads((out / "report.json").read_text())
     assert rep["arena_bytes"] > 0 and rep["flash_bytes"] > 200_000

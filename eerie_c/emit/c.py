@@ -174,4 +174,17 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         f"{name}.c": render("model.c.j2", **ctx),
         f"{name}.h": render("model.h.j2", **ctx),
         f"{name}.mk": render("model.mk.j2", **ctx),
+        f"{name}.cmake": render("model.cmake.j2", **ctx, **cmake_flags(cflags), needs_libm=True),
     }
+
+
+# Flags that fix the core and calling convention: whatever links the model must share them.
+ABI_FLAG_PREFIXES = ("-mcpu=", "-march=", "-mthumb", "-mfloat-abi=", "-mfpu=", "-mabi=")
+
+
+def cmake_flags(cflags: str) -> dict:
+    """The target's flags as CMake lists: all of them (the model's own compile) and the ABI
+    ones (INTERFACE options for what links it)."""
+    import shlex
+    flags = shlex.split(cflags)
+    return {"cflags_list": flags, "abi_flags": [f for f in flags if f.startswith(ABI_FLAG_PREFIXES)]}

@@ -1,5 +1,6 @@
 """Firmware projects: the model files plus a test harness (main.c), the shared start-up and
-runtime (runtime_c/), the board's linker script and a Makefile (`make`, `make run`).
+runtime (runtime_c/), the board's linker script, a Makefile (`make`, `make run`) and the same
+build for CMake (CMakeLists.txt with the shipped runtime/arm-none-eabi.cmake toolchain file).
 
 Also builds such a project and runs it in QEMU for `eerie-c run --board`.
 """
@@ -13,16 +14,17 @@ import numpy as np
 
 from .. import __version__
 from ..emit import render
-from ..emit.c import io_info
+from ..emit.c import cmake_flags, io_info
 from ..errors import CompilerBug, EerieError
 from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
 from .boards import Board
 from .build import run_cmd
+from .targets import get_target
 from .qemu import DEFAULT_TIMEOUT, run_qemu
 
-RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c")
+RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
 INPUTS_FILE = "inputs.bin"
 OUTPUTS_FILE = "outputs.bin"
 CROSS = "arm-none-eabi-"
@@ -40,6 +42,7 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {
         "main.c": render("firmware/main.c.j2", **ctx),
         "Makefile": render("firmware/Makefile.j2", **ctx),
+        "CMakeLists.txt": render("firmware/CMakeLists.txt.j2", **ctx, **cmake_flags(get_target(res.target).cflags)),
         board.linker_script.name: board.linker_script.read_text(),
     }
     rt = resource_dir("runtime_c")
@@ -70,7 +73,6 @@ def firmware_stack(project: Path, target_name: str) -> dict:
     measured in QEMU must stay under."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
-    from .targets import get_target
     run_cmd(["make", "--no-print-directory", "-B", "stack"], project, "firmware stack usage")
     cis = sorted((Path(project) / "stack").glob("*.ci"))
     r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],

@@ -1,0 +1,94 @@
+"""CMake: a generated firmware project builds with `make` and with CMake (the shipped
+arm-none-eabi toolchain file) into ELFs that behave the same in QEMU (outputs bit-exact with
+TFLM, the same instruction counts), and NAME.cmake works from a CMakeLists.txt of our own:
+include() it, target_link_libraries(app PRIVATE NAME), the CPU / float-ABI flags reach the
+application through the library's INTERFACE options."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import random_inputs, tflm_run
+from eerie_c.api import compile_model
+from eerie_c.cli import main as cli_main
+from eerie_c.resources import resource_dir
+from eerie_c.toolchain.boards import get_board
+from eerie_c.toolchain.firmware import pack_records, unpack_records
+from eerie_c.toolchain.qemu import run_qemu
+
+
+@pytest.fixture(scope="module")
+def cmake():
+    if shutil.which("cmake") is None:   # .ci/setup installs it: fail, never skip
+        pytest.fail("cmake is not installed (Debian: apt-get install cmake; .ci/setup does)")
+    return "cmake"
+
+
+def _run(args, cwd):
+    p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, " ".join(map(str, args)) + "\n" + p.stdout + p.stderr
+    return p.stdout
+
+
+def test_project_builds_with_make_and_cmake_alike(board_tools, cmake, models_dir, tmp_path):
+    model = models_dir / "ad01_int8.tflite"
+    out = tmp_path / "fw"
+    assert cli_main([str(model), "--board", "mps2-an386", "-o", str(out), "-q"]) == 0
+    for f in ("CMakeLists.txt", "ad01_int8.cmake", "runtime/arm-none-eabi.cmake"):
+        assert (out / f).is_file(), f
+    x = random_inputs([1, 640], "int8", 3, seed=5)
+    (out / "inputs.bin").write_bytes(pack_records([x]))
+    brd = get_board("mps2-an386")
+    specs = [{"dtype": "int8", "shape": [1, 640], "bytes": 640}]
+
+    _run(["make", "-B", "ad01_int8.elf"], out)
+    by_make = run_qemu(brd, out / "ad01_int8.elf", out, timeout=120)
+    y_make = unpack_records((out / "outputs.bin").read_bytes(), specs, 3, "make's ELF")[0]
+    (out / "outputs.bin").unlink()
+
+    _run([cmake, "-S", ".", "-B", "build", "-DCMAKE_TOOLCHAIN_FILE=runtime/arm-none-eabi.cmake"], out)
+    log = _run([cmake, "--build", "build", "--verbose"], out)
+    assert "-mcpu=cortex-m4" in log and "-mfloat-abi=hard" in log
+    by_cmake = run_qemu(brd, out / "build" / "ad01_int8.elf", out, timeout=120)
+    y_cmake = unpack_records((out / "outputs.bin").read_bytes(), specs, 3, "CMake's ELF")[0]
+
+    ref = tflm_run(model, [x])[0]
+    np.testing.assert_array_equal(y_make, ref)
+    np.testing.assert_array_equal(y_cmake, ref)
+    assert by_cmake.instructions == by_make.instructions
+
+
+HAND_CMAKE = """\
+cmake_minimum_required(VERSION 3.13)
+project(app C)
+include(../model/ad01_int8.cmake)
+add_executable(app.elf app.c {rt}/eerie_startup.c {rt}/eerie_rt.c)
+target_include_directories(app.elf PRIVATE {rt})
+target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld})
+target_link_libraries(app.elf PRIVATE ad01_int8)
+"""
+
+
+def test_model_fragment_works_from_a_handwritten_cmakelists(board_tools, cmake, models_dir, tmp_path):
+    from test_boards import HAND_APP
+    model = models_dir / "ad01_int8.tflite"
+    compile_model(model, tmp_path / "model", target="cortex-m4")
+    app = tmp_path / "app"
+    app.mkdir()
+    brd = get_board("mps2-an386")
+    rt = resource_dir("runtime_c")
+    (app / "CMakeLists.txt").write_text(HAND_CMAKE.format(rt=rt, ld=brd.linker_script))
+    (app / "app.c").write_text(HAND_APP)
+    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE={rt / 'arm-none-eabi.cmake'}"], app)
+    log = _run([cmake, "--build", "build", "--verbose"], app)
+    # The application's own app.c got the model's core and ABI flags (INTERFACE options).
+    app_line = next(ln for ln in log.splitlines() if "app.c" in ln and " -c " in ln)
+    assert "-mcpu=cortex-m4" in app_line and "-mfloat-abi=hard" in app_line, app_line
+    x = random_inputs([1, 640], "int8", 1, seed=11)
+    (app / "x.bin").write_bytes(x[0].tobytes())
+    run_qemu(brd, app / "build" / "app.elf", app, timeout=60)
+    y = np.frombuffer((app / "y.bin").read_bytes(), np.int8).reshape(1, 640)
+    np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
