@@ -9,6 +9,7 @@ import os
 import sys
 
 import numpy as np
+from pathlib import Path
 
 from . import __version__
 from .errors import EerieError
@@ -61,6 +62,10 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default=None,
                    help="also write a firmware project for this board (see `eerie-c boards`)")
     p.add_argument("--name", default=None, help="C name prefix (default: from the file name)")
+    p.add_argument("--sources-only", action="store_true",
+                   help="drop-in sources for an existing firmware: write only NAME.c, NAME.h, "
+                        "NAME.mk, NAME.cmake and NAME_README.md (the exact compiler flags); no "
+                        "reports, no harness, start-up or linker script")
     _budget_args(p)
     _loop_arg(p)
     p.add_argument("--report", action="store_true",
@@ -122,6 +127,8 @@ def cmd_compile(argv):
     a = _compile_parser().parse_args(argv)
     name = model_name(a.model, a.name, a.board)   # also the default output directory
     out = a.out or name
+    if a.sources_only:
+        return _sources_only(a, name, out)
     res = compile_model(a.model, out, target=a.target, name=name, board=a.board,
                         max_iterations=a.max_iterations, **_budgets(a))
     r = res.report
@@ -134,6 +141,55 @@ def cmd_compile(argv):
     if a.report:
         from .report import summary_text
         print(summary_text(r))
+
+
+def _sources_only(a, name: str, out: str):
+    """`--sources-only`: the model's own files and a README with the flags, nothing else."""
+    from .api import compile_model
+    from .output import write_files
+    if a.board:
+        raise EerieError("--sources-only writes the model's sources for your own firmware; "
+                         "--board writes a whole firmware project: use one of them")
+    res = compile_model(a.model, None, target=a.target, name=name,
+                        max_iterations=a.max_iterations, **_budgets(a))
+    files = {f: res.files[f] for f in (f"{name}.c", f"{name}.h", f"{name}.mk", f"{name}.cmake")}
+    files[f"{name}_README.md"] = _drop_in_readme(res)
+    write_files(Path(out), files)
+    r = res.report
+    print(f"eerie-c: wrote {out}/{name}.c, .h, .mk, .cmake and {name}_README.md for {r['target']} "
+          f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
+          f"stack bound {r['stack_bound_bytes']} B)")
+
+
+def _drop_in_readme(res) -> str:
+    from .toolchain.targets import get_target
+    n, N = res.name, res.name.upper()
+    r = res.report
+    flags = get_target(res.target).cflags
+    return f"""# {n}: drop-in sources from eerie-c
+
+Compiled for `{res.target}` from `{r.get('model', '?')}`. Activation arena {r['arena_bytes']:,} B
+(static, inside {n}.c), constants {r['constant_bytes']:,} B (flash), proven worst-case stack of
+`{n}_invoke` {r['stack_bound_bytes']:,} B with exactly these flags:
+
+    {flags}
+
+Compile `{n}.c` with them (at least the same `-mcpu` / `-mfloat-abi` as the rest of your image).
+
+Make:
+
+    include path/to/{n}.mk
+    SRCS   += $({N}_SRCS)
+    CFLAGS += $({N}_INCLUDES)
+
+CMake (the library target `{n}` carries the flags; its CPU and float-ABI flags reach whatever
+links it):
+
+    include(path/to/{n}.cmake)
+    target_link_libraries(app PRIVATE {n})
+
+Then `#include "{n}.h"` and call `{n}_invoke(...)` (see the header for the inputs and outputs).
+"""
 
 
 def cmd_run(argv):

@@ -92,3 +92,52 @@ def test_model_fragment_works_from_a_handwritten_cmakelists(board_tools, cmake, 
     run_qemu(brd, app / "build" / "app.elf", app, timeout=60)
     y = np.frombuffer((app / "y.bin").read_bytes(), np.int8).reshape(1, 640)
     np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
+
+
+CUBE_CMAKE = """\
+# The shape of an STM32CubeMX CMake project: the application's sources under Core/, its own
+# toolchain file under cmake/, third-party code pulled in with include().
+cmake_minimum_required(VERSION 3.22)
+set(CMAKE_TOOLCHAIN_FILE ${{CMAKE_CURRENT_SOURCE_DIR}}/cmake/gcc-arm-none-eabi.cmake)
+project(cube_app C)
+include(Middlewares/eerie/ad01_int8.cmake)
+add_executable(${{PROJECT_NAME}}.elf Core/Src/main.c {rt}/eerie_startup.c {rt}/eerie_rt.c)
+target_include_directories(${{PROJECT_NAME}}.elf PRIVATE Core/Inc {rt})
+target_link_options(${{PROJECT_NAME}}.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld})
+target_link_libraries(${{PROJECT_NAME}}.elf PRIVATE ad01_int8)
+"""
+
+
+def test_sources_only_drop_into_a_cube_style_cmake_project(board_tools, cmake, models_dir, tmp_path, capsys):
+    from test_boards import HAND_APP
+    model = models_dir / "ad01_int8.tflite"
+    proj = tmp_path / "cube"
+    drop = proj / "Middlewares" / "eerie"
+    assert cli_main([str(model), "--target", "cortex-m4", "--sources-only", "-o", str(drop)]) == 0
+    assert sorted(p.name for p in drop.iterdir()) == ["ad01_int8.c", "ad01_int8.cmake", "ad01_int8.h",
+                                                      "ad01_int8.mk", "ad01_int8_README.md"]
+    readme = (drop / "ad01_int8_README.md").read_text()
+    assert "-mcpu=cortex-m4" in readme and "target_link_libraries(app PRIVATE ad01_int8)" in readme
+    rt = resource_dir("runtime_c")
+    brd = get_board("mps2-an386")
+    (proj / "cmake").mkdir()
+    shutil.copy(rt / "arm-none-eabi.cmake", proj / "cmake" / "gcc-arm-none-eabi.cmake")
+    (proj / "Core" / "Src").mkdir(parents=True)
+    (proj / "Core" / "Inc").mkdir(parents=True)
+    (proj / "Core" / "Src" / "main.c").write_text(HAND_APP)
+    (proj / "CMakeLists.txt").write_text(CUBE_CMAKE.format(rt=rt, ld=brd.linker_script))
+    _run([cmake, "-S", ".", "-B", "build"], proj)
+    _run([cmake, "--build", "build"], proj)
+    x = random_inputs([1, 640], "int8", 1, seed=12)
+    (proj / "x.bin").write_bytes(x[0].tobytes())
+    run_qemu(brd, proj / "build" / "cube_app.elf", proj, timeout=60)
+    y = np.frombuffer((proj / "y.bin").read_bytes(), np.int8).reshape(1, 640)
+    np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
+
+
+def test_sources_only_refuses_a_board(models_dir, tmp_path, capsys):
+    rc = cli_main([str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an386", "--sources-only",
+                   "-o", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--sources-only" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
