@@ -79,6 +79,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.quantized_from:   # a PT2E program: int8 / float ops and its float islands
         from .passes.fold_qdq import quantization_report
         report["quantization"] = quantization_report(g)
+    if g.notes:   # what the frontend normalised in the file instead of refusing it
+        report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)

@@ -65,6 +65,17 @@ def _measured(r: dict) -> bool:
     return r.get("instructions") is not None
 
 
+def note_lines(r: dict) -> list[str]:
+    """What the TFLite frontend normalised in the file rather than refuse it (as TFLM reads
+    it: frontend/validate.py), one line each."""
+    notes = r.get("notes", [])
+    if not notes:
+        return []
+    return ["", "## Normalised on load", "",
+            "The file has these irregularities, which TFLM accepts; eerie-c reads them as TFLM does:",
+            ""] + [f"- {_cell(n, 300)}" for n in notes]
+
+
 def render_markdown(r: dict) -> str:
     from .report_sections import layer_rows, measurement_lines, quantization_lines
     out = [f"# {r['name']}: eerie-c compile report", ""]
@@ -89,6 +100,7 @@ def render_markdown(r: dict) -> str:
         out += [f"| {BUDGET_LABELS[a]} | {b} | {c} | {d} |" for a, b, c, d in budget]
     out += measurement_lines(r)
     out += quantization_lines(r)
+    out += note_lines(r)
     out += ["", "## Layers", ""] + layer_rows(r)
     out += ["", "## Verification", ""]
     for v in r.get("verified", []):
@@ -116,5 +128,6 @@ def summary_text(r: dict) -> str:
     from .report_sections import quantization_summary
     lines += quantization_summary(r)
     checks = r.get("verified", [])
+    lines += [f"  normalised on load: {printable(n, 300)}" for n in r.get("notes", [])]
     lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))
     return "\n".join(lines)

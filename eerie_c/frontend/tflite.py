@@ -106,10 +106,9 @@ def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
     q = t.Quantization()
     if q is not None and not q.ScaleIsNone() and q.ScaleLength() > 0:
         scale = np.asarray(q.ScaleAsNumpy(), dtype=np.float32)
-        zp = np.asarray(q.ZeroPointAsNumpy(), dtype=np.int64) if not q.ZeroPointIsNone() \
-            else np.zeros(len(scale), np.int64)
-        if len(zp) != len(scale):
-            raise malformed(f"{len(scale)} quantization scales but {len(zp)} zero points", where)
+        # (a count other than the scales' is normalised by validate.check_quant, as TFLM reads it)
+        zp = np.asarray(q.ZeroPointAsNumpy(), dtype=np.int64).reshape(-1) \
+            if not q.ZeroPointIsNone() and q.ZeroPointLength() > 0 else np.zeros(len(scale), np.int64)
         quant = Quant(scale=scale, zero_point=zp, axis=int(q.QuantizedDimension()))
     raw = _buffer_data(model, buf, t.Buffer(), where)
     data = None

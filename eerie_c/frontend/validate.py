@@ -11,6 +11,25 @@ Two layers, both raising EerieError with one line naming what is wrong and where
   arrays of the right length, a graph whose every activation is produced exactly once before
   it is used, and the shape / dtype / attribute contract of the op kinds we know, so that
   passes and kernels only ever see a consistent graph.
+
+What is refused follows TFLM: a file TFLM's runtime accepts is not "malformed" here unless
+reading it as TFLM does would make the generated code unsafe (out-of-bounds reads, sizes over
+the limits). Quantization parameters that TFLM reads leniently are normalised instead, each
+with one line in `g.notes` (the report's "Normalised on load" section):
+
+* fewer or more zero points than scales: TFLM's allocator uses the first zero point for every
+  channel (micro_allocator.cc), and so does eerie-c;
+* per-channel scales whose quantized dimension does not fit the tensor: on a 1-D tensor with
+  one scale per element (the converter writes per-channel biases with the filter's dimension,
+  e.g. 3 on a [8] bias: TFLM's person-detection model) the dimension is 0; on any other
+  tensor that no kernel reads per channel (TFLM reads only the first scale and zero point of
+  those) they are left unused;
+* the filter of a CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED: TFLM needs one scale per
+  output channel and that many entries along the file's quantized dimension; such a filter
+  quantized along another dimension of the same size is read per output channel, like TFLM;
+* a zero (or subnormal) scale on a bias (TFLM ignores a bias's quantization) or on a filter's
+  channels (multiplier 0: the output zero point, as TFLM computes it). Anywhere else a zero
+  scale is refused: it is no step size, and TFLM's arithmetic on it divides by zero.
 """
 from __future__ import annotations
 
@@ -210,28 +229,60 @@ def shape_problem(shape, what: str = "shape", itemsize: int = 0, allow_zero: boo
     return None
 
 
-def check_quant(t, where: str) -> None:
+def channels_fit(t) -> bool:
+    """Per-tensor quantization, or per-channel scales that match the quantized dimension."""
+    q = t.quant
+    n = len(q.scale)
+    return n <= 1 or (0 <= q.axis < len(t.shape) and t.shape[q.axis] == n)
+
+
+def channel_problem(t) -> str:
+    q, n = t.quant, len(t.quant.scale)
+    if not 0 <= q.axis < len(t.shape):
+        return f"quantized dimension {q.axis} is out of range for shape {list(t.shape)}"
+    return f"{n} per-channel scales for dimension {q.axis} of size {t.shape[q.axis]}"
+
+
+def check_quant(t, where: str, notes: list | None = None) -> None:
+    """Scales, zero points and their count. Zero points whose count differs from the scales'
+    and a 1-D tensor's out-of-range quantized dimension are normalised as TFLM reads them
+    (module docstring), with a line in `notes`; per-channel scales that do not fit another
+    tensor are left to check_graph (only filters are read per channel)."""
     q = t.quant
     if q is None:
         return
+    notes = notes if notes is not None else []
     n = len(q.scale)
+    if n == 0:
+        raise malformed("quantization parameters without scales", where)
     if len(q.zero_point) != n:
-        raise malformed(f"{n} quantization scales but {len(q.zero_point)} zero points", where)
-    if n > 1:
-        if not 0 <= q.axis < len(t.shape):
-            raise malformed(f"quantized dimension {q.axis} is out of range for shape {list(t.shape)}", where)
-        if t.shape[q.axis] != n:
-            raise malformed(f"{n} per-channel scales for dimension {q.axis} of size "
-                            f"{t.shape[q.axis]}", where)
+        # micro_allocator.cc: zero_point[i] when the counts agree, else zero_point[0]
+        first = int(q.zero_point[0]) if len(q.zero_point) else 0
+        notes.append(f"{where}: {n} quantization scale(s) with {len(q.zero_point)} zero point(s); "
+                     f"zero point {first} used for every channel, as TFLM does")
+        q.zero_point = np.full(n, first, dtype=np.int64)
+    if n > 1 and not channels_fit(t) and len(t.shape) == 1 and t.shape[0] == n:
+        notes.append(f"{where}: per-channel quantization along dimension {q.axis} of a 1-D "
+                     f"tensor of {n} values read along dimension 0 (the converter writes a "
+                     f"per-channel bias with its filter's dimension; TFLM accepts it)")
+        q.axis = 0
     scale = np.asarray(q.scale, dtype=np.float64)
-    if not np.all(np.isfinite(scale)) or np.any(scale <= 0) or np.any(scale < np.finfo(np.float32).tiny):
-        bad = next(float(s) for s in scale if not (math.isfinite(s) and s >= np.finfo(np.float32).tiny))
-        raise malformed(f"quantization scale {bad!r} is not a positive finite number", where)
+    if not np.all(np.isfinite(scale)) or np.any(scale < 0):
+        raise malformed(f"quantization scale {_bad_scale(scale)!r} is not a positive finite number", where)
     lo, hi = _INT_RANGE.get(t.dtype, _INT_RANGE["int32"])
     zp = np.asarray(q.zero_point, dtype=np.int64)
     if zp.size and (zp.min() < lo or zp.max() > hi):
         bad = int(zp[(zp < lo) | (zp > hi)][0])
         raise malformed(f"zero point {bad} is out of range for {t.dtype}", where)
+
+
+def _bad_scale(scale) -> float:
+    return next(float(s) for s in scale if not (math.isfinite(s) and s >= np.finfo(np.float32).tiny))
+
+
+def _tiny_scale(t) -> bool:
+    """A zero or subnormal scale: no step size an activation can have."""
+    return t.quant is not None and bool(np.any(np.asarray(t.quant.scale, np.float64) < np.finfo(np.float32).tiny))
 
 
 def check_graph(g, file_size: int) -> None:
@@ -242,7 +293,7 @@ def check_graph(g, file_size: int) -> None:
         check_shape(t.shape, where)
         if t.nbytes > MAX_TENSOR_BYTES:
             raise malformed(f"shape {list(t.shape)} needs {t.nbytes} bytes (at most {MAX_TENSOR_BYTES})", where)
-        check_quant(t, where)
+        check_quant(t, where, g.notes)
         if t.is_const:
             const_bytes += t.nbytes
     # Tensors may share a buffer, so allow some slack, but never unbounded amplification.
@@ -303,6 +354,59 @@ def check_graph(g, file_size: int) -> None:
     for k, tid in enumerate(g.outputs):
         if tid not in defined:
             raise malformed(f"graph output {k}, {tensor_where(g.t(tid))}, is never produced", "subgraph 0")
+    _quant_by_role(g)
+
+
+# Ops that read their filter (input 1) per output channel, and that channel's dimension.
+FILTER_CHANNEL_DIM = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0, "TRANSPOSE_CONV": 0}
+# Their bias input: TFLM never reads a bias's quantization (the kernels use input scale x
+# filter scale), so nothing in it is checked beyond what keeps the report sane.
+BIAS_INPUT = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 2, "TRANSPOSE_CONV": 3}
+
+
+def _all_ops(ops):
+    for op in ops:
+        yield op
+        for r in op.regions:
+            yield from _all_ops(r.ops)
+
+
+def _quant_by_role(g) -> None:
+    """Quantization that only some tensors may have, checked once every op is known.
+
+    Zero or subnormal scales: a bias's quantization is never read (TFLM ignores it too); a
+    filter's zero scale makes its channel's multiplier 0 (TFLM's QuantizeMultiplier(0)), so
+    those channels give the output zero point, as in TFLM; on any other tensor it is refused.
+    Per-channel scales that fit no dimension of their tensor: a filter's were checked (and
+    normalised) by its op's rule (in an IF / WHILE body, by the kernel's count check); any
+    other tensor is read per tensor, by TFLM as by eerie-c: the first scale and zero point;
+    the rest is unused, and the report says so."""
+    ops = list(_all_ops(g.ops))
+    filters = {op.inputs[1] for op in ops
+               if op.kind in FILTER_CHANNEL_DIM and len(op.inputs) > 1 and op.inputs[1] is not None}
+    biases = {op.inputs[k] for op in ops if (k := BIAS_INPUT.get(op.kind)) is not None
+              and len(op.inputs) > k and op.inputs[k] is not None}
+    for t in g.tensors.values():
+        if not _tiny_scale(t):
+            continue
+        scale = np.asarray(t.quant.scale, np.float64)
+        if t.id in biases and t.id not in filters:
+            g.notes.append(f"{tensor_where(t)}: bias quantization scale {_bad_scale(scale)!r} "
+                           f"unused (TFLM ignores a bias's quantization too)")
+        elif t.id in filters:
+            k = int(np.sum(scale < np.finfo(np.float32).tiny))
+            g.notes.append(f"{tensor_where(t)}: {k} of {scale.size} weight scale(s) zero or "
+                           f"subnormal: those output channels are the output zero point "
+                           f"(multiplier 0, as TFLM)")
+        else:
+            raise malformed(f"quantization scale {_bad_scale(scale)!r} is not a positive finite "
+                            f"number", tensor_where(t))
+    for t in g.tensors.values():
+        if t.quant is not None and not channels_fit(t) and t.id not in filters:
+            g.notes.append(f"{tensor_where(t)}: {channel_problem(t)}; only its first scale "
+                           f"{float(t.quant.scale[0]):.6g} and zero point "
+                           f"{int(t.quant.zero_point[0])} are used (TFLM reads no others for "
+                           f"this tensor)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,8 +503,7 @@ def _conv_like(op, g, depthwise: bool):
     w = _rank(op, g, op.inputs[1], 4, "weights")
     y = _rank(op, g, op.outputs[0], 4, "output")
     b = g.t(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
-    if not w.is_const or (b is not None and not b.is_const):
-        _fail(op, "weights and bias must be constant tensors")
+    _constant_weights(op, w, b)
     _weights_dtypes(op, g, x, w, b, y)
     if x.shape[0] != y.shape[0]:
         _fail(op, f"batch {x.shape[0]} in but {y.shape[0]} out")
@@ -424,10 +527,39 @@ def _conv_like(op, g, depthwise: bool):
         _fail(op, f"bias has {b.size} values for {out_c} output channels")
     if kh < 1 or kw < 1:
         _fail(op, f"empty {kh}x{kw} kernel")
-    if w.quant is not None and w.quant.per_channel and w.quant.axis != (3 if depthwise else 0):
-        _fail(op, f"per-channel weights quantized along dimension {w.quant.axis}")
+    _filter_channels(op, g, w, 3 if depthwise else 0, out_c)
     _check_window(op, g, x.shape, kh, kw, y.shape)
     _needs_quant(op, g, [op.inputs[0], op.inputs[1], op.outputs[0]])
+
+
+def _constant_weights(op, w, b):
+    """TFLM also runs filters and biases that are activations (computed by the graph); the
+    kernels here pack and fold them at compile time, so that is unsupported, not malformed."""
+    for what, t in (("weights", w), ("bias", b)):
+        if t is not None and not t.is_const:
+            raise EerieError(f"{op_where(op)}: unsupported: {what} {tensor_where(t)} computed "
+                             f"by the graph (eerie-c needs constant {what})")
+
+
+def _filter_channels(op, g, w, dim: int, out_c: int):
+    """TFLM's per-channel filter rule (PopulateConvolutionQuantizationParams,
+    fully_connected_common.cc): one scale per output channel, and the file's quantized
+    dimension of that size. The kernels read the scales by output channel (dimension `dim`),
+    so a filter quantized along another dimension of that size is normalised to `dim`."""
+    q = w.quant
+    if q is None or not q.per_channel:
+        return
+    n = len(q.scale)
+    if n != out_c:
+        _fail(op, f"{n} per-channel weight scales for {out_c} output channels")
+    if not 0 <= q.axis < len(w.shape) or w.shape[q.axis] != n:
+        _fail(op, f"per-channel weights quantized along dimension {q.axis} of shape "
+                  f"{list(w.shape)}, which does not have {n} entries")
+    if q.axis != dim:
+        g.notes.append(f"{op_where(op)}: weights {tensor_where(w)} quantized along dimension "
+                       f"{q.axis} (also of size {n}) read per output channel (dimension {dim}), "
+                       f"as TFLM does")
+        q.axis = dim
 
 
 def _pool(op, g):
@@ -446,16 +578,18 @@ def _fully_connected(op, g):
     _arity(op, 2, 3)
     x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
     b = g.t(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
-    if len(w.shape) != 2 or not w.is_const:
-        _fail(op, f"weights {tensor_where(w)} must be a constant matrix, got shape {list(w.shape)}")
+    if len(w.shape) != 2:
+        _fail(op, f"weights {tensor_where(w)} must be a matrix, got shape {list(w.shape)}")
     units, depth = w.shape
     if depth == 0 or x.size % depth:
         _fail(op, f"input {list(x.shape)} does not split into rows of {depth}")
     if y.size != (x.size // depth) * units:
         _fail(op, f"output {list(y.shape)} should hold {x.size // depth} x {units} values")
-    if b is not None and (not b.is_const or b.size != units):
-        _fail(op, f"bias {tensor_where(b)} must be a constant of {units} values")
+    if b is not None and b.size != units:
+        _fail(op, f"bias {tensor_where(b)} must hold {units} values")
+    _constant_weights(op, w, b)
     _weights_dtypes(op, g, x, w, b, y)
+    _filter_channels(op, g, w, 0, units)
     _needs_quant(op, g, [x.id, w.id, y.id])
 
 

@@ -100,6 +100,9 @@ class Graph:
     quantized_from: str = ""
     quant_hints: list = field(default_factory=list)
     float_islands: list = field(default_factory=list)
+    # What the frontend normalised in the model file rather than refuse it (a per-channel
+    # bias's quantized dimension, a shared zero point, ...): one line each, in the report.
+    notes: list = field(default_factory=list)
 
     def t(self, tid: str) -> Tensor:
         return self.tensors[tid]
