@@ -108,7 +108,7 @@ def measure(board: str, n: int = 4) -> list[dict]:
     for qname in ("xnnpack", "cortex_m"):
         cm, ex = quantized(qname)
         xs = torch.randn(n, *ex.shape)
-        from eerie_c.torch_api import run
+        from eerie_c.python_api import run
         outs, rep = run(cm, [xs.numpy()], example_args=(ex,), board=board)
         ref = np.stack([cm(xs[k]).detach().numpy() for k in range(n)])
         got = outs[0].reshape(ref.shape)

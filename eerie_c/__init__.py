@@ -1,25 +1,25 @@
 """eerie-c: compile a trained neural network into one standalone C file for microcontrollers."""
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 from .errors import EerieError  # noqa: E402,F401
 
 
 def compile(model, example_args=None, target=None, board=None, out_dir=None, name=None, **options):
     """Compile an nn.Module (with example_args), an ExportedProgram, or a .tflite / .pt2 path."""
-    from .torch_api import compile as _compile
+    from .python_api import compile as _compile
     return _compile(model, example_args, target=target, board=board, out_dir=out_dir, name=name, **options)
 
 
 def run(model, inputs, example_args=None, target=None, board=None, out_dir=None, name=None, timeout=None,
         **options):
     """Compile, build and run; returns (outputs, report). Inputs are numpy arrays."""
-    from .torch_api import run as _run
+    from .python_api import run as _run
     return _run(model, inputs, example_args, target=target, board=board, out_dir=out_dir, name=name,
                 timeout=timeout, **options)
 
 
 def check(module, example_args=None, **options):
-    """Can this PyTorch program be compiled? Returns a torch_check.CheckResult: `.ok`, `.text()`
+    """Can this PyTorch program be compiled? Returns an eerie_c.checker.CheckResult: `.ok`, `.text()`
     (each graph break / export failure / unsupported op with file:line and the fix), `.findings`."""
-    from .torch_check import check as _check
+    from .checker import check as _check
     return _check(module, example_args, **options)

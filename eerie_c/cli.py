@@ -11,7 +11,7 @@ import sys
 import numpy as np
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .errors import EerieError
 
 EXAMPLES = """options for every command: -q (no progress), -v (progress and timing of every stage)
@@ -310,7 +310,7 @@ def cmd_check(argv) -> int:
                         "default: the class's or the file's `example_args`")
     p.add_argument("--max-iterations", type=int, default=None, help="loop bound (default 1000)")
     a = p.parse_args(argv)
-    from .torch_check import check, load_target
+    from .checker import check, load_target
     module, args, dyn = load_target(a.target, a.shape)
     res = check(module, args, dynamic_shapes=dyn, max_iterations=a.max_iterations,
                 name=a.target.rsplit(":", 1)[1])

@@ -1,7 +1,7 @@
 """report.md's measurement section and per-layer table (report.py assembles the page)."""
 from __future__ import annotations
 
-from .report import _b, _cell, _shape
+from .report_text import _b, _cell, _shape
 
 EST_NOTE = ("est. instructions: a compile-time estimate (eerie_c/estimate.py: MACs and tensor "
             "elements times per-kernel costs fitted to per-layer QEMU counts of this target's "

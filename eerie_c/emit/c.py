@@ -5,47 +5,13 @@ printed by fixed rules, no timestamps or absolute paths reach the output.
 """
 from __future__ import annotations
 
-import math
-
-import jinja2
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..ir import DTYPE_C, DTYPE_NP, Graph
 from ..kernels import Const, Lowered, c_comment
 from ..plan import Plan
-from ..resources import resource_dir
-
-_ENV = None
-
-
-def env() -> jinja2.Environment:
-    global _ENV
-    if _ENV is None:
-        _ENV = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-            undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-            trim_blocks=True, lstrip_blocks=True, autoescape=False)
-        _ENV.filters["cfloat"] = c_float
-        _ENV.filters["ccomment"] = c_comment   # model-supplied text inside /* */
-    return _ENV
-
-
-def render(template: str, **ctx) -> str:
-    return env().get_template(template).render(**ctx)
-
-
-def c_float(v) -> str:
-    v = float(np.float32(v))
-    if math.isnan(v):
-        return "NAN"
-    if math.isinf(v):
-        return "INFINITY" if v > 0 else "-INFINITY"
-    s = "%.9g" % v
-    if "e" not in s and "." not in s and "n" not in s:
-        s += ".0"
-    return s + "f"
-
+from ..templating import c_float, render  # noqa: F401 (render, c_float: for callers of emit)
 
 def c_int(v: int, ctype: str) -> str:
     v = int(v)
@@ -165,7 +131,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         "input_slots": [plan.tensors[t].offset if plan.tensors[t].base == "arena" else None
                         for t in g.inputs],
         "batch_max": getattr(g, "dynamic_batch", None),   # torch Dim(max=N) on dim 0
-        "dyn": getattr(g, "dynamic_dims", None),   # torch dynamic sizes (frontend/torch_dynamic.py)
+        "dyn": getattr(g, "dynamic_dims", None),   # torch dynamic sizes (frontend/torch/dynamic.py)
         # the maximum trip counts of the bounded loops: NAME_invoke returns 1 past one of them
         "loop_bounds": sorted({int(op.attrs["max_iterations"]) for op in g.ops
                                if op.kind == "CF_BREAK_UNLESS"}),

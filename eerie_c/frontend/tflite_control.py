@@ -4,7 +4,7 @@ READ_VARIABLE, ASSIGN_VARIABLE) -> IR regions and state tensors.
 IF and WHILE name subgraphs by index (IfOptions then/else_subgraph_index, WhileOptions
 cond/body_subgraph_index). Every use inlines a fresh copy of the subgraph (its tensor ids
 prefixed, its inputs bound to the caller's tensors) as a region of an IF / WHILE op, the form
-torch_control.py makes for torch.cond / torch.while_loop, so passes/control_flow.py flattens
+frontend/torch/control.py makes for torch.cond / torch.while_loop, so passes/control_flow.py flattens
 both frontends' control flow into the same markers. Regions nest (an IF inside a WHILE body).
 
 Every WHILE gets a compile-time maximum trip count: proved from the loop itself when its
@@ -28,8 +28,7 @@ import re
 import numpy as np
 
 from ..errors import EerieError
-from ..ir import Graph, Op, Tensor
-from ..passes.alias_reshape import SHAPE_ONLY
+from ..ir import SHAPE_ONLY, Graph, Op, Tensor
 from .validate import check_op, malformed
 
 CONTROL_KINDS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})

@@ -21,6 +21,9 @@ DTYPE_NP = {
     "int64": np.int64, "float32": np.float32, "bool": np.bool_,
 }
 
+# Ops that only give their input another shape: the same bytes in the same order.
+SHAPE_ONLY = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+
 
 @dataclass
 class Quant:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import EerieError
 from ..ir import DTYPE_C, Graph, Op, Tensor
+from ..templating import c_comment  # noqa: F401 (kernels import it from here)
 
 
 @dataclass
@@ -154,13 +155,6 @@ def c_ident(text: str, limit: int = 40) -> str:
     parts = [p for p in first.split("/") if p and not re.fullmatch(r"(functional|model|sequential)(_\d+)?", p)]
     s = re.sub(r"[^0-9a-zA-Z]+", "_", "_".join(parts[-2:]) if parts else "").strip("_").lower()
     return s[:limit].strip("_") or "x"
-
-
-def c_comment(text: str) -> str:
-    """Model-supplied text made safe inside a /* */ comment (printable ASCII, no terminator)."""
-    s = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text.split(";")[0])
-    s = s.replace("*/", "* /").replace("/*", "/ *")[:100]
-    return re.sub(r"\?(?=\?)", "? ", s)   # no "??": C99 trigraphs (??/ is a backslash)
 
 
 class LowerCtx:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from . import Lowered, c_comment
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, pad_to, round_up,
                    zero_channels)
+from ._conv_rules import folded_bias, pointwise_inplace, ring_inplace
 from ._quant import activation_range_int, per_channel_multipliers
 
 MVE_TARGETS = ("cortex-m55",)
@@ -87,7 +88,6 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     constants, or ra, the scalar ADD's constants of residual_add_s8.j2), each pair of output pixels
     goes to scratch, then the ADD with the residual (C in0; the convolution's input is in1)
     writes the output over the residual's same elements."""
-    from .conv import folded_bias, pointwise_inplace
     batches, in_h, in_w, in_c = x.shape
     out_c, kh, kw, _ = w.shape
     k = kh * kw * in_c
@@ -173,7 +173,6 @@ def lower_fc_mve(op, g, ctx, x, w, y, act: str, wdata, folded, mult, shift,
 def lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act: str, what: str) -> Lowered | None:
     """int8 DEPTHWISE_CONV_2D with depth multiplier 1 and channels a multiple of 4
     (templates/kernels/depthwise_s8_mve.c.j2), or None."""
-    from .conv import folded_bias, ring_inplace
     batches, in_h, in_w, c = x.shape
     _, kh, kw, out_c = w.shape
     if out_c != c or c % 4 or c == 0 or kh * kw > 25 or batches * win.out_h * win.out_w == 0:

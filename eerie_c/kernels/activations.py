@@ -10,7 +10,7 @@ int8 semantics differ per op, following TFLM (the oracle) rather than TFLite:
   the output's quantized [-1, 1]).
 float: a plain clamp.
 """
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_int, quantize_multiplier

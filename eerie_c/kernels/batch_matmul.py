@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from ..ir import DTYPE_C
 from . import Lowered, kernel

@@ -10,7 +10,7 @@ any fused activation other than NONE.
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 

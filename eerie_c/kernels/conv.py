@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
                    zero_channels)
+from ._conv_rules import folded_bias, pointwise_inplace
 from ._mve import has_mve, lower_conv2d_mve
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
@@ -199,13 +200,6 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
         out_zp=y.zero_point, act_min=act_min, act_max=act_max)
 
 
-def folded_bias(bias: np.ndarray, wsum: np.ndarray, in_off: int, what: str) -> np.ndarray:
-    folded = bias.astype(np.int64) + in_off * wsum.astype(np.int64)
-    if folded.min(initial=0) < -2**31 or folded.max(initial=0) >= 2**31:
-        raise EerieError(f"{what}: bias with the input zero point folded in overflows int32")
-    return folded.astype(np.int32)
-
-
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
@@ -252,28 +246,6 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     # (small kernels stay inline: their fully unrolled loops beat a call)
     v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= 64
     return v
-
-
-def ring_inplace(g, x, win: Window, in_h: int, in_w: int) -> bool:
-    """Whether a depthwise kernel should run in place through a ring of output rows (the DSP
-    and MVE kernels): stride 1 with the output as large as the input, and the input an
-    intermediate that this op alone reads (else the planner could not use it, and the ring
-    would cost scratch and copies for nothing)."""
-    return (win.keeps_pixels(in_h, in_w) and x.id not in g.inputs and x.id not in g.outputs
-            and len(g.consumers(x.id)) == 1)
-
-
-def pointwise_inplace(win: Window, in_h: int, in_w: int, in_c: int, out_c: int) -> str | bool:
-    """Lowered.inplace of a 1x1 conv kernel that copies each step's input pixels into scratch
-    before it writes their outputs (the DSP and MVE kernels). With out_c <= in_c, out0 starts
-    at in0's first byte ("start"): pixel p's output ends at out_c*(p+1) <= in_c*(p+1), where
-    the next unread input pixel starts (strides only move that further on). With out_c > in_c,
-    stride 1 and as many output pixels N as input pixels, in0 sits at the tail of out0 ("end",
-    at byte N*(out_c-in_c)): pixel p's output ends at out_c*(p+1), the next unread input pixel
-    starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later. Else False."""
-    if out_c <= in_c:
-        return "start"
-    return "end" if win.keeps_pixels(in_h, in_w) else False
 
 
 @kernel("CONV_2D", dtypes=("int8", "float32"))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_int, per_channel_multipliers

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from . import Lowered, kernel
 from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
-from .conv import conv_operands, depthwise_window, folded_bias, int8_requant_vars, op_what, ring_inplace
+from ._conv_rules import folded_bias, ring_inplace
+from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
 def dsp_weights(ctx, wk, in_c):

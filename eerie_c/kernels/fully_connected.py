@@ -9,7 +9,7 @@ in pairs or sub-byte fields with correction lists; _fc_formats.py picks the form
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to,

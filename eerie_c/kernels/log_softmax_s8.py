@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._fixedpoint import calculate_input_radius

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from . import _fixedpoint as fp

@@ -15,7 +15,7 @@ import ctypes.util
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import tfl_round

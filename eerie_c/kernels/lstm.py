@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from ..emit import render
-from ..emit.c import c_float
+from ..templating import render
+from ..templating import c_float
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import quantize_multiplier

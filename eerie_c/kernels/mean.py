@@ -14,7 +14,7 @@ multiplier' = (multiplier << s) / count (truncating), exponent' = exponent - s -
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import quantize_multiplier

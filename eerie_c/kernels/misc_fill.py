@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit.c import c_float
+from ..templating import c_float
 from ..errors import EerieError
 from ..ir import DTYPE_NP
 from . import Lowered, kernel

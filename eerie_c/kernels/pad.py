@@ -8,8 +8,8 @@ padded, so image-style padding of NHWC copies whole W*C rows.
 """
 import numpy as np
 
-from ..emit import render
-from ..emit.c import c_float
+from ..templating import render
+from ..templating import c_float
 from ..errors import EerieError
 from ..ir import DTYPE_C
 from . import Lowered, kernel

@@ -9,7 +9,7 @@ quantized range.
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_float, activation_range_int

@@ -13,7 +13,7 @@
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import quantize_multiplier

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit.c import c_float
+from ..templating import c_float
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._copyplan import copy_body, flat_index

@@ -11,7 +11,7 @@ A lookup table is not possible here: the result depends on the row's max and sum
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._fixedpoint import calculate_input_radius

@@ -17,7 +17,7 @@ import functools
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import quantize_multiplier, tfl_round

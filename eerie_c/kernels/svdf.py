@@ -19,7 +19,7 @@ plus the rank partial sums), so results match it to rounding.
 """
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_float, quantize_multiplier

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..emit import render
+from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from . import _fixedpoint as fp
@@ -59,7 +59,7 @@ def _float_stmt(op) -> tuple[list[str], str]:
     if op.kind in FLOAT_EXPR:
         return [], f"out0[i] = {FLOAT_EXPR[op.kind]};"
     if op.kind == "LEAKY_RELU":
-        from ..emit.c import c_float
+        from ..templating import c_float
         return [], f"out0[i] = x > 0.0f ? x : x * {c_float(op.attrs.get('alpha', 0.2))};"
     if op.kind == "HARD_SWISH":
         return ["float r = x + 3.0f;"], ("r = r > 0.0f ? r : 0.0f;\n"

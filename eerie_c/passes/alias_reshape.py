@@ -3,9 +3,7 @@ shares the input's bytes and no code runs. A copy is kept when aliasing would pu
 buffers in one storage group: a graph input reshaped straight into a graph output, but also
 through a chain of reshapes (input -> RESHAPE -> t -> RESHAPE -> output), or two outputs
 that are reshapes of one tensor. Each user buffer must stay its own storage."""
-from ..ir import Graph
-
-SHAPE_ONLY = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+from ..ir import SHAPE_ONLY, Graph
 
 
 def alias_reshapes(g: Graph) -> Graph:

@@ -1,7 +1,5 @@
 """Fold shape-only ops whose input is constant: the output becomes a constant, the op goes."""
-from ..ir import Graph
-
-SHAPE_ONLY = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+from ..ir import SHAPE_ONLY, Graph
 
 
 def fold_constant_reshapes(g: Graph) -> Graph:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from ..report import printable
+from ..report_text import printable
 
 KEY_CHARS = 56          # label characters in the key
 FONT = "DejaVu Sans"    # shipped with matplotlib: the same glyphs (and bytes) on every machine

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..emit import render
+from ..version import __version__
+from ..templating import render
 from ..emit.c import cmake_flags, io_info
 from ..errors import CompilerBug, EerieError
 from ..ir import DTYPE_NP

@@ -313,7 +313,7 @@ def test_cli(tmp_path):
 
 def test_cli_targets(tmp_path, monkeypatch, capsys):
     from eerie_c.cli import main
-    from eerie_c.torch_check import load_target
+    from eerie_c.checker import load_target
     (tmp_path / "mymodel.py").write_text(textwrap.dedent(SCRIPT))
     monkeypatch.chdir(tmp_path)
     module, args, _ = load_target("mymodel.py:Good", ["8"])

@@ -1,16 +1,21 @@
 """Lowerings of PyTorch elementwise ops: unary activations and math, clamp / hardtanh / relu6,
 binary arithmetic (with alpha, division by a constant as a multiply), comparisons and logical
-ops, where, and dtype casts (powers: torch_lower_pow.py).
+ops, where, and dtype casts (powers: lower_pow.py).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-from ..errors import EerieError
-from .torch_lowerer import LOWERINGS, Act, _Lowerer, lowers
+
+from ...errors import EerieError
+from .registry import LOWERINGS, lowers
+from .values import Act
+if TYPE_CHECKING:   # for annotations only: the walker imports this module
+    from .walker import Lowerer
 
 
 def _unary(kind, attrs=None):
-    def fn(L: _Lowerer, node, x, *rest, **kw):
+    def fn(L: Lowerer, node, x, *rest, **kw):
         x = L.ensure_act(x, node.name)
         return L.op(kind, [x], L.t(x).shape, L.meta_dtype(), attrs)
     return fn
@@ -74,7 +79,7 @@ def _relu6(L, node, x):
 
 
 def _binary(kind):
-    def fn(L: _Lowerer, node, a, b, alpha=1, **kw):
+    def fn(L: Lowerer, node, a, b, alpha=1, **kw):
         like = a if isinstance(a, Act) else b
         if alpha != 1:
             if isinstance(b, Act):
@@ -107,7 +112,7 @@ for _name, _kind in [("add", "ADD"), ("sub", "SUB"), ("mul", "MUL"), ("div", "DI
 
 
 def _compare(kind):
-    def fn(L: _Lowerer, node, a, b):
+    def fn(L: Lowerer, node, a, b):
         like = a if isinstance(a, Act) else b
         return L.op(kind, [L.act_of(a, like), L.act_of(b, like)], L.meta_shape(), "bool")
     return fn
@@ -128,7 +133,7 @@ def _as_bool(L, v, like):
 
 
 def _logical(kind):
-    def fn(L: _Lowerer, node, a, b):
+    def fn(L: Lowerer, node, a, b):
         like = a if isinstance(a, Act) else b
         # xor of two bools is their inequality
         return L.op(kind, [_as_bool(L, a, like), _as_bool(L, b, like)], L.meta_shape(), "bool")
@@ -147,7 +152,7 @@ def _logical_not(L, node, x):
 
 
 def _bitwise(kind):
-    def fn(L: _Lowerer, node, a, b):
+    def fn(L: Lowerer, node, a, b):
         if L.meta_dtype() != "bool":
             raise EerieError(f"{node.name}: bitwise ops on integers are not supported (on bools they are)")
         return _compare(kind)(L, node, a, b)

@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from ..errors import EerieError
-from .torch_lower_nn import _geometry, _nchw_in, _nchw_out, _pairs, _same_padding_matches
-from .torch_lower_shape import _slice_op
-from .torch_lowerer import lowers
+from ...errors import EerieError
+from .lower_nn import _geometry, _nchw_in, _nchw_out, _pairs, _same_padding_matches
+from .lower_shape import _slice_op
+from .registry import lowers
 
 
 @lowers("max_pool2d_with_indices", "max_pool2d")

@@ -1,4 +1,4 @@
-"""Traceability check for PyTorch programs: `eerie_c.check(module, example_args)` and
+"""The traceability check for PyTorch programs: `eerie_c.check(module, example_args)` and
 `eerie-c check FILE.py:NAME`.
 
 It answers "can eerie-c compile this program, and if not, which lines must change and how?"
@@ -9,24 +9,24 @@ every problem instead of stopping at the first:
    exporting, and are not part of the compiled program: a warning, not a failure);
 2. `torch.export.export` (non-strict, as eerie_c.compile does) and strict export (TorchDynamo),
    plus `torch._dynamo.explain`, whose graph breaks name the user's line and the reason
-   (steps 1 and 2: torch_check_export.py);
+   (steps 1 and 2: export.py);
 3. when the program exports, its Core ATen graph is lowered through eerie-c's own frontend
    node by node, collecting each op that eerie-c cannot lower (with the user's line from the
    node's stack trace), then every IR op is checked against the kernel registry
-   (torch_check_lower.py), and finally the whole program is compiled (passes, lowering,
+   (lower.py), and finally the whole program is compiled (passes, lowering,
    planning, C proof) in memory;
 4. when it does not export, the module is run eagerly once under a dispatch mode, and each
    aten op computed from the inputs that the frontend cannot lower (after the decompositions
    torch.export would apply) is listed with its line, so those are known before the export
-   problems are fixed (torch_check_eager.py).
+   problems are fixed (eager.py).
 
 Each problem is classified from the source line and the tracer's reason: a Python `if` on a
 tensor value (rewrite with torch.cond), a loop whose trip count depends on tensor values
 (torch.while_loop with a bounded counter), `.item()` / `.tolist()` / `int(tensor)` (keep 0-d
 tensors), results whose size depends on values (boolean masks, nonzero: keep the shape and
-mask the values), and ops eerie-c lacks (torch_check_findings.py). The program passes (exit
+mask the values), and ops eerie-c lacks (findings.py). The program passes (exit
 status 0) when it exports in one graph and compiles; otherwise the CLI exits with status 1
-(torch_check_report.py holds the result and its text).
+(report.py holds the result and its text).
 
 This module runs the steps in order (`check`) and loads a `FILE.py:NAME` target for the CLI
 (`load_target`).
@@ -39,20 +39,21 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import EerieError
-from .torch_check_eager import _eager_ops
-from .torch_check_export import _explain, _export, _print_calls
-from .torch_check_findings import _Collector, _is_user_file, _quiet
-from .torch_check_lower import _ir_ops, _lower
+from ..errors import EerieError
+from .eager import _eager_ops
+from .export import _explain, _export, _print_calls
+from .findings import _Collector, _is_user_file, _quiet
+from .lower import _ir_ops, _lower
 # The report's names, importable from here as they always were.
-from .torch_check_report import FIXES, TITLES, CheckResult, Finding, _show_path  # noqa: F401
+from .report import FIXES, TITLES, CheckResult, Finding, _show_path  # noqa: F401
 
 
 def check(module, example_args=None, dynamic_shapes=None, max_iterations: int | None = None,
           name: str | None = None) -> CheckResult:
     """Report why `module` (an nn.Module, or a function of tensors) cannot be compiled, with
     the lines to change; `result.ok` when it exports in one graph and compiles."""
-    from .frontend.torch import DEFAULT_MAX_ITERATIONS, _torch
+    from ..frontend.torch import DEFAULT_MAX_ITERATIONS
+    from ..frontend.torch.values import _torch
     torch = _torch()
     if example_args is None:
         raise EerieError("check needs example_args (a tuple of example inputs)")
@@ -100,7 +101,7 @@ def check(module, example_args=None, dynamic_shapes=None, max_iterations: int | 
     res.graph_ops = sum(1 for _ in _ir_ops(g))
     if any(f.fatal for f in col.findings):
         return res
-    from .api import compile_graph
+    from ..api import compile_graph
     try:
         with _quiet():
             out = compile_graph(g, "checked", "host", source=label)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EerieError
-from ..ir import Graph, Op
+from ...errors import EerieError
+from ...ir import Graph, Op
 
 
 def lower_higher_order(L, node, args, kwargs, env):
@@ -25,7 +25,7 @@ def lower_higher_order(L, node, args, kwargs, env):
 
 def _region(L, gm, bound: list, what: str) -> tuple[Graph, list]:
     """Walk `gm` with its placeholders bound to `bound`, into a new region graph."""
-    from .torch_lowerer import Act
+    from .values import Act
     outer = L.scope
     g = Graph(f"{outer.name}_{what}", L.top.tensors, [], [], [])
     L.scope = g
@@ -59,7 +59,7 @@ def _as_bound(L, v):
 
 
 def _cond(L, node, pred, true_gm, false_gm, operands, *rest):
-    from .torch_lowerer import Act
+    from .values import Act
     operands = list(operands)
     if not isinstance(pred, Act):
         take = bool(pred.item() if hasattr(pred, "item") else pred)
@@ -90,7 +90,7 @@ def _cond(L, node, pred, true_gm, false_gm, operands, *rest):
 
 
 def _while(L, node, cond_gm, body_gm, carried, additional=(), *rest):
-    from .torch_lowerer import Act
+    from .values import Act
     carried, additional = list(carried), list(additional)
     init = [v.tid if isinstance(v, Act) else L.const(v, None, "init") for v in carried]
     vs = [L.tensor(L.tensors[t].shape, L.tensors[t].dtype, f"{node.name}_v{k}") for k, t in enumerate(init)]

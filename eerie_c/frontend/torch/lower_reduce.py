@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EerieError
-from .torch_lower_elementwise import _binary
-from .torch_lowerer import lowers
+from ...errors import EerieError
+from .lower_elementwise import _binary
+from .registry import lowers
 
 
 def _reduce_axes(L, x, dims):
@@ -31,19 +31,8 @@ def _mean(L, node, x, dims=None, keepdim=False, **kw):
 def _sum(L, node, x, dims=None, keepdim=False, **kw):
     x = L.ensure_act(x, node.name)
     axes = _reduce_axes(L, x, dims)
-    if "SUM" in _registry():
-        return L.op("SUM", [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
-                    "float32", {"keep_dims": bool(keepdim)})
-    count = int(np.prod([L.t(x).shape[a] for a in axes]))
-    m = L.op("MEAN", [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
-             "float32", {"keep_dims": bool(keepdim)})
-    return L.op("MUL", [m, L.const(np.array(float(count), np.float32), "float32", "count")],
-                L.meta_shape(), "float32", {"fused_activation_function": "NONE"})
-
-
-def _registry():
-    from ..kernels import load_all
-    return load_all()
+    return L.op("SUM", [x, L.const(np.array(axes, np.int32), "int32", "axes")], L.meta_shape(),
+                "float32", {"keep_dims": bool(keepdim)})
 
 
 @lowers("amax", "amin")

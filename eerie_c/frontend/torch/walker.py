@@ -1,11 +1,10 @@
 """The PyTorch frontend's walker: an exported program's FX graph, node by node, into IR ops.
 
-`_Lowerer` binds the program's inputs, parameters and constants, walks the graph (and, through
-torch_control.py, the graphs of torch.cond / torch.while_loop), evaluates nodes whose inputs
-are all constants with torch itself, and hands every other node to the lowering registered
-for its ATen op in `LOWERINGS`. Lowerings are registered with `@lowers(...)` by the
-torch_lower_*.py modules (and torch_batch.py); `registered_lowerings()` imports them all, and
-every `_Lowerer` calls it, so the registry is complete however the frontend was imported.
+`Lowerer` binds the program's inputs, parameters and constants, walks the graph (and, through
+control.py, the graphs of torch.cond / torch.while_loop), evaluates nodes whose inputs are all
+constants with torch itself, and hands every other node to the lowering registered for its ATen
+op in `registry.LOWERINGS`. Importing this module imports every module that registers
+lowerings (lower_*.py, batch.py), so the registry is complete whenever a walker exists.
 """
 from __future__ import annotations
 
@@ -14,115 +13,31 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EerieError
-from ..ir import Graph, Op, Tensor
-from .validate import shape_problem
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:   # pragma: no cover - torch is an optional dependency
-        raise EerieError("compiling a PyTorch program needs torch (pip install torch==2.13.0)") from None
-    return torch
-
-
-def _ir_dtype(dt) -> str:
-    torch = _torch()
-    table = {torch.float32: "float32", torch.float64: "float32", torch.float16: "float32",
-             torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
-             torch.int32: "int32", torch.int64: "int32"}
-    if dt not in table:
-        raise EerieError(f"tensors of type {dt} are not supported")
-    return table[dt]
-
-
-def _np(t, dtype: str) -> np.ndarray:
-    from ..ir import DTYPE_NP
-    return np.array(t.detach().cpu().numpy(), dtype=DTYPE_NP[dtype], order="C")   # keeps 0-d
-
-
-class Act:
-    """An activation value: an IR tensor id (shape and dtype live on the IR tensor)."""
-    __slots__ = ("tid",)
-
-    def __init__(self, tid: str):
-        self.tid = tid
-
-    def __repr__(self):
-        return f"Act({self.tid})"
-
-
-def _flat_values(v):
-    if isinstance(v, (list, tuple)):
-        for x in v:
-            yield from _flat_values(x)
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _flat_values(x)
-    else:
-        yield v
-
-
-_LIBRARY_DIRS: list[str] = []
-
-
-def _library_dirs() -> list[str]:
-    """Where torch, torchao and executorch are installed (their frames are not the user's)."""
-    if not _LIBRARY_DIRS:
-        import importlib.util
-        import os
-        for name in ("torch", "torchao", "executorch"):
-            spec = importlib.util.find_spec(name)
-            for d in (spec.submodule_search_locations or []) if spec else []:
-                _LIBRARY_DIRS.append(os.path.realpath(d) + os.sep)
-    return _LIBRARY_DIRS
-
-
-def _src(node) -> str:
-    """The line that made the node: the innermost frame of the user's own code (not inside
-    torch, torchao or executorch: for an nn.Conv2d that is the line calling the layer, not
-    torch's conv.py), else the innermost frame."""
-    import os
-    import re
-    st = node.meta.get("stack_trace") or ""
-    lines = [ln.strip() for ln in st.strip().splitlines() if ln.strip().startswith("File ")]
-    libs = _library_dirs()
-
-    def in_library(ln):
-        m = re.match(r'File "([^"]+)"', ln)
-        return bool(m) and any(os.path.realpath(m.group(1)).startswith(d) for d in libs)
-    user = [ln for ln in lines if not in_library(ln)]
-    return (user or lines)[-1] if lines else ""
-
-
-# ---- the op registry: one lowering per ATen op (packet name or overload name) ------------------
-
-LOWERINGS: dict[str, Any] = {}
-
-
-def lowers(*names):
-    def reg(fn):
-        for n in names:
-            LOWERINGS[n] = fn
-        return fn
-    return reg
+from ...errors import EerieError
+from ...ir import DTYPE_NP, Graph, Op, Tensor
+from ..validate import shape_problem
+# Each of these registers its lowerings on import (the walker needs them all).
+from . import (batch, lower_elementwise, lower_nn, lower_pool, lower_pow,  # noqa: F401
+               lower_quant, lower_reduce, lower_shape)
+from .batch import check_per_sample, find_dynamic_sizes
+from .control import lower_higher_order
+from .lower_quant import note_const_dequantize
+from .registry import LOWERINGS
+from .values import Act, _flat_values, _ir_dtype, _np, _src, _torch
 
 
 def registered_lowerings() -> dict:
-    """LOWERINGS with every module that registers lowerings imported."""
-    from . import (torch_batch, torch_lower_elementwise, torch_lower_nn,  # noqa: F401
-                   torch_lower_pool, torch_lower_pow, torch_lower_quant, torch_lower_reduce, torch_lower_shape)
+    """Every registered lowering (all registering modules are imported with this one)."""
     return LOWERINGS
 
 
-class _Lowerer:
+class Lowerer:
     def __init__(self, ep, name: str, max_iterations: int, dim_names: dict | None = None,
                  batch_as_dim: bool = False):
         self.torch = _torch()
         self.dim_names = dict(dim_names or {})
         self.batch_as_dim = batch_as_dim   # a dynamic dim 0 compiled as a masked dim, not per sample
-        self.dyn = None                    # torch_dynamic.Dynamic: the program's dynamic sizes
+        self.dyn = None                    # dynamic.Dynamic: the program's dynamic sizes
         self.ep = ep
         self.name = name
         self.max_iterations = int(max_iterations)
@@ -137,7 +52,6 @@ class _Lowerer:
         self.batch_max: int | None = None
         self.quant_hints: list = []   # scales of dequantized constants (PT2E weights)
         self.quantized = False        # the program quantizes activations (PT2E)
-        registered_lowerings()       # every family's lowerings, whatever was imported first
 
     # ---- building blocks -------------------------------------------------------------------
 
@@ -148,7 +62,6 @@ class _Lowerer:
     def check_limits(self, shape, dtype: str, label: str, activation: bool):
         """The IR's limits (frontend/validate.py) on every tensor the walker makes, so that
         a .pt2 whose sizes were edited fails here in one line, not in a kernel or the C proof."""
-        from ..ir import DTYPE_NP
         problem = shape_problem(shape, "shape", np.dtype(DTYPE_NP[dtype]).itemsize,
                                 allow_zero=not activation)
         if problem:
@@ -224,7 +137,6 @@ class _Lowerer:
     # ---- the walk -----------------------------------------------------------------------
 
     def run(self) -> Graph:
-        from .torch_batch import find_dynamic_sizes
         ep, torch = self.ep, self.torch
         sig = ep.graph_signature
         state = dict(ep.state_dict)
@@ -380,7 +292,6 @@ class _Lowerer:
         if target is operator.getitem:
             return args[0][args[1]]
         if isinstance(target, torch._ops.HigherOrderOperator):
-            from .torch_control import lower_higher_order
             if self.dyn is not None and any(isinstance(a, Act) and self.dyn.has(a)
                                             for a in _flat_values((args, kwargs))):
                 raise EerieError(f"{node.name}: torch.cond / torch.while_loop on tensors with a dynamic "
@@ -396,7 +307,6 @@ class _Lowerer:
             try:
                 with torch.no_grad():
                     result = target(*args, **kwargs)
-                from .torch_lower_quant import note_const_dequantize
                 note_const_dequantize(self, node, args, result)
                 return result
             except Exception as e:
@@ -421,7 +331,6 @@ class _Lowerer:
         if self.dyn is not None and self.dyn.factors:
             result = self.dyn.after(self, node, packet, args, result)
         if self.batch is not None:
-            from .torch_batch import check_per_sample
             check_per_sample(self, node, result)
         return result
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from .errors import EerieError
-from .torch_check_findings import _Collector, _node_frame, _one_line, _quiet, _user_frame_in_text
+from ..errors import EerieError
+from .findings import _Collector, _node_frame, _one_line, _quiet, _user_frame_in_text
 
 
 class _Poison:
@@ -32,9 +32,9 @@ def _poisoned(v) -> bool:
 
 
 def _collecting_lowerer(ep, name, max_iterations):
-    from .frontend.torch_lowerer import _Lowerer
+    from ..frontend.torch.walker import Lowerer
 
-    class Collecting(_Lowerer):
+    class Collecting(Lowerer):
         """The frontend's own walk, noting each node it cannot lower and carrying on."""
 
         def __init__(self, *a):
@@ -63,7 +63,7 @@ def _collecting_lowerer(ep, name, max_iterations):
             if not isinstance(val, self.torch.Tensor):
                 return POISON
             try:
-                from .frontend.torch_lowerer import _ir_dtype
+                from ..frontend.torch.values import _ir_dtype
                 return self.tensor(tuple(int(d) for d in val.shape), _ir_dtype(val.dtype), "not_lowered")
             except Exception:
                 return POISON
@@ -87,7 +87,7 @@ def _ir_ops(g):
 
 def _lower(ep, name, max_iterations, col: _Collector):
     """The exported program through eerie-c's frontend; returns the IR graph or None."""
-    from .kernels import REGISTRY, load_all, op_dtype
+    from ..kernels import REGISTRY, load_all, op_dtype
     try:
         with _quiet():
             ep = ep.run_decompositions()

@@ -17,8 +17,9 @@ import math
 
 import numpy as np
 
-from ..errors import EerieError
-from .torch_lowerer import Act, lowers
+from ...errors import EerieError
+from .registry import lowers
+from .values import Act
 
 _NONE = {"fused_activation_function": "NONE"}
 

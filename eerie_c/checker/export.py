@@ -8,7 +8,7 @@ import ast
 import inspect
 import textwrap
 
-from .torch_check_findings import (_Collector, _is_user_file, _one_line, _quiet, _user_frame_in_tb,
+from .findings import (_Collector, _is_user_file, _one_line, _quiet, _user_frame_in_tb,
                                    _user_frame_in_text)
 
 

@@ -16,15 +16,16 @@ import sysconfig
 import traceback
 from pathlib import Path
 
-from .torch_check_report import Finding
+from .report import Finding
 
 
 # ---- where in the user's code -----------------------------------------------------------------
 
 def _lib_dirs() -> tuple[str, ...]:
     import torch
-    # torch, and eerie-c's whole package: this module sits at its top level, next to torch_check.py
-    dirs = [os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__))]
+    # torch, and eerie-c's whole package (this module is eerie_c/check/findings.py)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dirs = [os.path.dirname(torch.__file__), package]
     for key in ("stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(key)
         if p:

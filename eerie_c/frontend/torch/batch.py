@@ -5,14 +5,15 @@ for one sample (the batch dimension set to 1) and NAME_invoke runs it once per s
 exact only when no op mixes samples, which `check_per_sample` checks node by node: every
 computed tensor has the batch symbol as its dim 0 and nowhere else, no op with a `dim` argument
 works along dim 0, and the batch size is used only as a shape (`aten.sym_size`, lowered here).
-Every other dynamic dim is compiled for its maximum and masked (torch_dynamic.py).
+Every other dynamic dim is compiled for its maximum and masked (dynamic.py).
 """
 from __future__ import annotations
 
 import operator
 
-from ..errors import EerieError
-from .torch_lowerer import _src, lowers
+from ...errors import EerieError
+from .registry import lowers
+from .values import _src
 
 
 class _PerSampleError(EerieError):
@@ -23,7 +24,7 @@ def find_dynamic_sizes(L, gm, user_inputs):
     """The dynamic sizes: a symbol on dim 0 of every input (and nowhere else) is a per-sample
     batch (L.batch, L.batch_max); every other one a dynamic dim compiled for its maximum
     (L.dyn). A dynamic dim without a maximum is a one-line error."""
-    from .torch_dynamic import Dynamic, param_names
+    from .dynamic import Dynamic, param_names
     syms: dict = {}
     for node in gm.graph.nodes:
         if node.op != "placeholder" or node.name not in user_inputs:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EerieError
-from .torch_lowerer import Act, _ir_dtype, lowers
+from ...errors import EerieError
+from .registry import lowers
+from .values import Act, _ir_dtype
 
 
 @lowers("clone", "alias", "detach", "lift_fresh_copy", "contiguous")

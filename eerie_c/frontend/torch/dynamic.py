@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from ..errors import EerieError
+from ...errors import EerieError
 
 # Ops that handle every position of every dim independently (or only combine positions along
 # static dims: matrix products with a constant weight contract over the last dim).
@@ -260,7 +260,7 @@ class Dynamic:
 
     def before(self, L, node, packet, args, kwargs):
         """Masks for the node's inputs; returns (args, kwargs, result or None)."""
-        from .torch_lowerer import Act
+        from .values import Act
         acts = [a for a in _flat((args, kwargs)) if isinstance(a, Act) and self.has(a)]
         if not acts:
             return args, kwargs, None
@@ -377,7 +377,7 @@ class Dynamic:
 
     def after(self, L, node, packet, args, result):
         """Factors of the node's results (and the rescale of a mean over a dynamic dim)."""
-        from .torch_lowerer import Act
+        from .values import Act
         torch = L.torch
         vals = node.meta.get("val")
         single = not isinstance(result, (list, tuple))
@@ -464,7 +464,7 @@ def _shape_name(dyn, L, e, off):
 
 def param_names(syms, hints: dict) -> list[str]:
     """C parameter names for the dynamic sizes: the torch.export.Dim names where known."""
-    from ..names import _C_KEYWORDS
+    from ...names import _C_KEYWORDS
     names = []
     for k, s in enumerate(syms):
         n = re.sub(r"[^0-9A-Za-z_]", "_", hints.get(s, "") or "")
@@ -477,7 +477,7 @@ def param_names(syms, hints: dict) -> list[str]:
 
 
 def _src(node) -> str:
-    from .torch_lowerer import _src as s
+    from .values import _src as s
     return s(node)
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import EerieError
-from ..ir import Quant
-from .torch_lowerer import Act, _ir_dtype, lowers
+from ...errors import EerieError
+from ...ir import Quant
+from .registry import lowers
+from .values import Act, _ir_dtype
 
 # (qmin, qmax) of each integer dtype: activations must use the whole range (the kernels
 # saturate to the dtype, as TFLite's do).

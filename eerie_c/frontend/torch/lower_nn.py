@@ -7,14 +7,19 @@ Also the NCHW <-> NHWC helpers and torch-to-TFLite padding geometry that pooling
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..errors import EerieError
-from .torch_lower_shape import _slice_op
-from .torch_lowerer import Act, _Lowerer, lowers
+from ...errors import EerieError
+from .lower_shape import _slice_op
+from .registry import lowers
+from .values import Act
+if TYPE_CHECKING:   # for annotations only: the walker imports this module
+    from .walker import Lowerer
 
 
-# ---- NCHW <-> NHWC and torch's padding as TFLite's (shared with torch_lower_pool.py) ----------
+# ---- NCHW <-> NHWC and torch's padding as TFLite's (shared with lower_pool.py) ----------
 
 def _pairs(v, n=2):
     if isinstance(v, int):
@@ -31,7 +36,7 @@ def _same_padding_matches(size, k, s, d, p) -> bool:
     return torch_out == same_out and total // 2 == p
 
 
-def _geometry(L: _Lowerer, x: Act, k, s, d, p, what: str, allow_pad_op=True, pad_value=None):
+def _geometry(L: Lowerer, x: Act, k, s, d, p, what: str, allow_pad_op=True, pad_value=None):
     """(input to the NHWC op, padding 'SAME'/'VALID'): an explicit PAD where torch's padding is
     not TFLite's SAME."""
     _, h, w, _ = L.t(x).shape
@@ -51,19 +56,19 @@ def _geometry(L: _Lowerer, x: Act, k, s, d, p, what: str, allow_pad_op=True, pad
     return L.op(kind, ins, (n, h + 2 * p[0], w + 2 * p[1], c), L.t(x).dtype), "VALID"
 
 
-def _nchw_in(L: _Lowerer, x: Act, what: str) -> Act:
+def _nchw_in(L: Lowerer, x: Act, what: str) -> Act:
     if len(L.t(x).shape) != 4:
         raise EerieError(f"{what}: expected a 4-D NCHW tensor, got {list(L.t(x).shape)}")
     return L.transpose(x, [0, 2, 3, 1])
 
 
-def _nchw_out(L: _Lowerer, y: Act) -> Act:
+def _nchw_out(L: Lowerer, y: Act) -> Act:
     return L.transpose(y, [0, 3, 1, 2])
 
 
 # ---- batch norm: folded into the op that feeds it, or MUL + ADD --------------------------------
 
-def _bn_fold_for(L: _Lowerer, node):
+def _bn_fold_for(L: Lowerer, node):
     """(scale, shift) when the only user of `node` is an eval-mode batch norm, else None."""
     users = list(node.users)
     if len(users) != 1:
@@ -75,7 +80,7 @@ def _bn_fold_for(L: _Lowerer, node):
     return bn
 
 
-def _bn_params(L: _Lowerer, weight, bias, mean, var, eps):
+def _bn_params(L: Lowerer, weight, bias, mean, var, eps):
     torch = L.torch
     for v in (weight, bias, mean, var):
         if isinstance(v, Act):
@@ -101,7 +106,7 @@ def _bn_arg(L, bn, i):
 # ---- convolution ---------------------------------------------------------------------------------
 
 @lowers("convolution.default")
-def _conv(L: _Lowerer, node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+def _conv(L: Lowerer, node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
     torch = L.torch
     what = f"convolution {node.name}"
     x = L.ensure_act(x, what)
@@ -168,7 +173,7 @@ def _conv(L: _Lowerer, node, x, w, b, stride, padding, dilation, transposed, out
     return y
 
 
-def _conv_transpose(L: _Lowerer, node, x, w, b, stride, padding, dilation, output_padding, groups):
+def _conv_transpose(L: Lowerer, node, x, w, b, stride, padding, dilation, output_padding, groups):
     """conv_transpose1d/2d, float32: TRANSPOSE_CONV with VALID padding onto the full output
     ((in - 1) * stride + k), then the rows and columns torch's padding removes are sliced off
     (output_padding keeps up to `padding` more at the end)."""
@@ -209,7 +214,7 @@ def _conv_transpose(L: _Lowerer, node, x, w, b, stride, padding, dilation, outpu
 
 
 @lowers("_native_batch_norm_legit_no_training.default")
-def _batch_norm(L: _Lowerer, node, x, weight, bias, mean, var, momentum, eps):
+def _batch_norm(L: Lowerer, node, x, weight, bias, mean, var, momentum, eps):
     if L.folded_bn.get(node):
         return (x, None, None)
     x = L.ensure_act(x, f"batch norm {node.name}")

@@ -1,46 +1,21 @@
-"""PyTorch frontend: an `nn.Module` or `torch.export.ExportedProgram` -> the IR.
+"""Capture: an `nn.Module`, `torch.export.ExportedProgram` or `.pt2` file -> the IR.
 
-This module is the way in: it exports the program (`torch.export.export`), decomposes it to the
-Core ATen opset with `run_decompositions()`, loads `.pt2` files, and hands the FX graph to the
-walker. The frontend's other modules, one job each:
-
-* torch_lowerer.py: the walker (`_Lowerer`) and the op registry (`LOWERINGS`, `@lowers`).
-  Parameters, buffers and lifted constants become constant tensors; any node whose inputs are
-  all constants is evaluated right there with torch itself (permuted weights, `full`, `zeros`,
-  arithmetic on constants), so only activations reach the IR;
-* torch_lower_*.py: one function per ATen op, grouped by family (nn: convolution, batch norm,
-  matrix products; pool; elementwise; shape; reduce), lowered to the IR's TFLite op kinds,
-  float32. PyTorch is NCHW while the IR's conv and pooling ops are NHWC: each such op is
-  lowered as TRANSPOSE (NCHW -> NHWC), the op, and TRANSPOSE back; passes/cancel_transposes.py
-  then removes the pairs, so a conv/relu/pool chain stays NHWC. Batch norm in eval mode is
-  folded into the weights of the convolution that feeds it (when the convolution has no other
-  user), or becomes MUL + ADD with constant scale and shift;
-* torch_control.py: `torch.cond` and `torch.while_loop` become IF / WHILE ops whose branches
-  and bodies are nested graphs (`Op.regions`) lowered the same way;
-* torch_batch.py: a dynamic leading (batch) dimension, `torch.export.Dim("batch", max=N)` on
-  dim 0 of every input, gives a per-sample graph (the batch dimension set to 1) that
-  NAME_invoke runs once per sample, for `batch` samples (an extra int argument, at most N).
-  That is exact only when no op mixes samples, which is checked node by node: every computed
-  tensor has the batch symbol as its dim 0 and nowhere else, no op with a `dim` argument works
-  along dim 0, and the batch size is used only as a shape. `Graph.dynamic_batch` (set on the
-  graph) is N. Other dynamic dims are compiled for their maximum (torch_dynamic.py).
-
-Nothing downstream knows the model came from PyTorch.
+Exports the program (`torch.export.export`), decomposes it to the Core ATen opset with
+`run_decompositions()` (keeping the ops the int8 path wants whole), loads `.pt2` files, and
+hands the FX graph to the walker (walker.py). A dynamic leading dimension is first tried as a
+per-sample graph (batch.py) and otherwise compiled as a masked dimension (dynamic.py).
 """
 from __future__ import annotations
 
-from ..errors import EerieError
-from ..ir import Graph
-from .torch_batch import _PerSampleError
-from .torch_quiet import describe, quiet_torch
-from .validate import shape_problem
-# The walker's names, importable from here as they always were (torch_api, torch_check, tests).
-from .torch_lowerer import (LOWERINGS, Act, _ir_dtype, _Lowerer, _src, _torch,  # noqa: F401
-                            lowers, registered_lowerings)
+from ...errors import EerieError
+from ...ir import Graph
+from ..validate import shape_problem
+from .batch import _PerSampleError
+from .quiet import describe, quiet_torch
+from .values import _torch
+from .walker import Lowerer
 
 DEFAULT_MAX_ITERATIONS = 1000
-
-registered_lowerings()   # so that LOWERINGS, imported from here, holds every lowering
 
 
 def export_program(model, example_args=None, dynamic_shapes=None):
@@ -83,12 +58,12 @@ def load_torch(model, example_args=None, name: str = "model",
             raise EerieError(f"torch decomposition to the Core ATen opset failed: {describe(e)}") from None
     names = _dim_names(ep, dynamic_shapes)
     try:
-        return _Lowerer(ep, name, max_iterations, dim_names=names).run()
+        return Lowerer(ep, name, max_iterations, dim_names=names).run()
     except _PerSampleError as first:
         # A dynamic dim 0 that ops combine along (softmax over it, a mean over it) is not a
         # per-sample batch: compile it as any other dynamic dim (masked at the maximum size).
         try:
-            return _Lowerer(ep, name, max_iterations, dim_names=names, batch_as_dim=True).run()
+            return Lowerer(ep, name, max_iterations, dim_names=names, batch_as_dim=True).run()
         except EerieError:
             raise first from None
 

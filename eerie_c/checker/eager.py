@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import traceback
 
-from .torch_check_findings import _Collector, _is_user_file, _quiet
+from .findings import _Collector, _is_user_file, _quiet
 
 
 # aten ops an eager run shows that are the control-flow problem itself (a tensor's value taken
@@ -24,7 +24,7 @@ def _eager_ops(module, args, col: _Collector):
     path the example inputs take is seen; a failure of the run itself is not reported here."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    from .frontend.torch_lowerer import registered_lowerings
+    from ..frontend.torch.walker import registered_lowerings
     decomps = torch.export.default_decompositions()
     LOWERINGS = registered_lowerings()
     tainted: dict[int, object] = {}       # id -> tensor computed from the inputs (kept alive)
