@@ -139,6 +139,12 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     writes them through NAME_inputK_buffer() (docs/integration.md)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
                                  max_iterations, inputs_in_arena)
+    return finish(res, brd, out_dir)
+
+
+def finish(res: CompileResult, brd, out_dir) -> CompileResult:
+    """The end of every compile: the firmware project with a board, then the files written
+    (with the reports) when there is an output directory."""
     if brd is not None:
         add_firmware(res, brd)
     if out_dir is not None:

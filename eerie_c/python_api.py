@@ -10,8 +10,7 @@ from pathlib import Path
 from .errors import EerieError
 from .dynamic_io import note_dynamic
 from .frontend.torch import DEFAULT_MAX_ITERATIONS, export_program, load_torch
-from .pipeline import (add_firmware, board_and_target, compile_graph, compile_model, merge_files,
-                       report_files, write_files)
+from .pipeline import board_and_target, compile_graph, compile_model, finish
 from .runner import run_dynamic, run_model
 
 
@@ -56,16 +55,10 @@ def compile(model, example_args=None, target: str | None = None, board=None, out
     g = load_torch(model, example_args, name, max_iterations or DEFAULT_MAX_ITERATIONS,
                    dynamic_shapes)
     res = compile_graph(g, name, target, source=f"{type(model).__name__} (torch.export)",
-                            inputs_in_arena=brd is not None,   # as for a .pt2 (pipeline._load_and_compile)
-                            arena_budget=arena_budget, stack_budget=stack_budget)
+                        inputs_in_arena=brd is not None,   # as for a .pt2 (pipeline._load_and_compile)
+                        arena_budget=arena_budget, stack_budget=stack_budget)
     note_dynamic(res)
-    if brd is not None:
-        add_firmware(res, brd)
-    if out_dir is not None:
-        merge_files(res.files, report_files(res), "report")
-        write_files(Path(out_dir), res.files)
-        res.out_dir = Path(out_dir)
-    return res
+    return finish(res, brd, out_dir)
 
 
 def _has_dynamic_inputs(model) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import EerieError
 from ...ir import Graph, Op
+from .values import Act
 
 
 def lower_higher_order(L, node, args, kwargs, env):
@@ -25,7 +26,6 @@ def lower_higher_order(L, node, args, kwargs, env):
 
 def _region(L, gm, bound: list, what: str) -> tuple[Graph, list]:
     """Walk `gm` with its placeholders bound to `bound`, into a new region graph."""
-    from .values import Act
     outer = L.scope
     g = Graph(f"{outer.name}_{what}", L.top.tensors, [], [], [])
     L.scope = g
@@ -59,7 +59,6 @@ def _as_bound(L, v):
 
 
 def _cond(L, node, pred, true_gm, false_gm, operands, *rest):
-    from .values import Act
     operands = list(operands)
     if not isinstance(pred, Act):
         take = bool(pred.item() if hasattr(pred, "item") else pred)
@@ -90,7 +89,6 @@ def _cond(L, node, pred, true_gm, false_gm, operands, *rest):
 
 
 def _while(L, node, cond_gm, body_gm, carried, additional=(), *rest):
-    from .values import Act
     carried, additional = list(carried), list(additional)
     init = [v.tid if isinstance(v, Act) else L.const(v, None, "init") for v in carried]
     vs = [L.tensor(L.tensors[t].shape, L.tensors[t].dtype, f"{node.name}_v{k}") for k, t in enumerate(init)]

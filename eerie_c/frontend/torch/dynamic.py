@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from ...errors import EerieError
+from .values import Act, _flat_values, _src
 
 # Ops that handle every position of every dim independently (or only combine positions along
 # static dims: matrix products with a constant weight contract over the last dim).
@@ -260,8 +261,7 @@ class Dynamic:
 
     def before(self, L, node, packet, args, kwargs):
         """Masks for the node's inputs; returns (args, kwargs, result or None)."""
-        from .values import Act
-        acts = [a for a in _flat((args, kwargs)) if isinstance(a, Act) and self.has(a)]
+        acts = [a for a in _flat_values((args, kwargs)) if isinstance(a, Act) and self.has(a)]
         if not acts:
             return args, kwargs, None
         where = f" ({_src(node)})" if _src(node) else ""
@@ -377,7 +377,6 @@ class Dynamic:
 
     def after(self, L, node, packet, args, result):
         """Factors of the node's results (and the rescale of a mean over a dynamic dim)."""
-        from .values import Act
         torch = L.torch
         vals = node.meta.get("val")
         single = not isinstance(result, (list, tuple))
@@ -385,7 +384,7 @@ class Dynamic:
         vals = [vals] if not isinstance(vals, (list, tuple)) else list(vals)
         mean = getattr(L, "_dyn_mean", None)
         L._dyn_mean = None
-        ins = [a for a in _flat(args) if isinstance(a, Act)]
+        ins = [a for a in _flat_values(args) if isinstance(a, Act)]
         cands = [fl for a in ins for fl in self.of(L, a)]
         out = []
         for r, v in zip(results, vals):
@@ -474,19 +473,3 @@ def param_names(syms, hints: dict) -> list[str]:
             n = f"size{k}"
         names.append(n)
     return names
-
-
-def _src(node) -> str:
-    from .values import _src as s
-    return s(node)
-
-
-def _flat(v):
-    if isinstance(v, (list, tuple)):
-        for x in v:
-            yield from _flat(x)
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _flat(x)
-    else:
-        yield v
