@@ -113,6 +113,22 @@ class Graph:
     def consumers(self, tid: str) -> list[Op]:
         return [op for op in self.ops if tid in op.inputs]
 
+    def readers(self, regions: bool = False) -> dict[str, list[Op]]:
+        """Tensor id -> the ops that read it, in graph order. With regions, an IF / WHILE op
+        also reads what its nested graphs read (after the ops that read it directly)."""
+        r: dict[str, list[Op]] = {}
+        for op in self.ops:
+            for t in op.inputs:
+                if t is not None:
+                    r.setdefault(t, []).append(op)
+        for op in self.ops if regions else ():
+            for reg in op.regions:
+                for rop in reg.ops:
+                    for t in rop.inputs:
+                        if t is not None:
+                            r.setdefault(t, []).append(op)
+        return r
+
     def producer(self, tid: str) -> Op | None:
         for op in self.ops:
             if tid in op.outputs:

@@ -75,22 +75,13 @@ def _index(ops: list[Op], op: Op) -> int:
     return next(i for i, o in enumerate(ops) if o is op)
 
 
-def _readers(g: Graph) -> dict[str, list[Op]]:
-    r: dict[str, list[Op]] = {}
-    for op in g.ops:
-        for t in op.inputs:
-            if t is not None:
-                r.setdefault(t, []).append(op)
-    return r
-
-
 def _keeps_order(shape, perm) -> bool:
     big = [p for p in perm if shape[p] != 1]
     return big == sorted(big)
 
 
 def _step(g: Graph, rw: _Rewriter) -> bool:
-    readers = _readers(g)
+    readers = g.readers()
     pinned = set(g.outputs) | _region_reads(g)
     for k, op in enumerate(g.ops):
         if op.kind != "TRANSPOSE":

@@ -42,7 +42,7 @@ def fold_qdq(g: Graph) -> Graph:
 class _Fold(Folder):
     def __init__(self, g: Graph):
         super().__init__(g)
-        self.readers = _readers(g)
+        self.readers = g.readers(regions=True)
         self.rename: dict[str, str] = {}    # tensor id -> the id that replaced it
         self.done: set[int] = set()         # ids of ops consumed by a fold (fused act, QUANTIZE)
         self.islands: list[dict] = []
@@ -227,7 +227,7 @@ def dequantize_last(g: Graph) -> Graph:
     changed = True
     while changed:
         changed = False
-        readers = _readers(g)
+        readers = g.readers(regions=True)
         pinned = set(g.outputs) | set(g.inputs)
         for k, d in enumerate(g.ops):
             if d.kind != "DEQUANTIZE" or d.outputs[0] in pinned:
@@ -269,26 +269,11 @@ def quantization_report(g: Graph) -> dict:
             "float_islands": list(g.float_islands)}
 
 
-def _readers(g: Graph) -> dict[str, list[Op]]:
-    r: dict[str, list[Op]] = {}
-    for op in g.ops:
-        for t in op.inputs:
-            if t is not None:
-                r.setdefault(t, []).append(op)
-    for op in g.ops:
-        for reg in op.regions:
-            for rop in reg.ops:
-                for t in rop.inputs:
-                    if t is not None:
-                        r.setdefault(t, []).append(op)
-    return r
-
-
 def _fuse_int8_activations(g: Graph):
     """An int8 RELU / RELU6 / RELU_N1_TO_1 whose input and output share their parameters (a
     quantizer that annotates conv and relu apart, as ExecuTorch's does without channels-last)
     is the fused clamp of the op before it, when that op's result is read by nothing else."""
-    readers = _readers(g)
+    readers = g.readers(regions=True)
     producer = {t: op for op in g.ops for t in op.outputs}
     drop = set()
     for op in g.ops:
