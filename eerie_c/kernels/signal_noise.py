@@ -44,8 +44,10 @@ def lower_spectral_subtraction(op, g, ctx):
     check_io(op, g, [("uint32", 1)], [("uint32", 1), ("uint32", 1)])
     x, y, est = g.t(op.inputs[0]), g.t(op.outputs[0]), g.t(op.outputs[1])
     n = int_attr(op, "num_channels", 1, x.size)
-    if y.size < n or est.size < n:
-        fail(op, f"outputs {list(y.shape)} and {list(est.shape)} hold fewer than num_channels = {n}")
+    if y.size < n or est.size != n:
+        # TFLM copies the estimate output's size out of its num_channels-long buffer
+        fail(op, f"outputs {list(y.shape)} and {list(est.shape)}: the first must hold and the "
+                 f"second must be num_channels = {n} values")
     state = _state(op, g, n)
     clamping = op.attrs.get("clamping")
     if not isinstance(clamping, (bool, int)):
@@ -69,9 +71,10 @@ PCAN_LUT_MIN = 4 * 32 - 6 + 3
 def lower_pcan(op, g, ctx):
     check_io(op, g, [("uint32", 1), ("uint32", 1), ("int16", 1)], [("uint32", 1)])
     x, noise, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-    if noise.size < x.size or y.size < x.size:
+    if noise.size < x.size or y.size != x.size:
+        # TFLM copies the output's size from the input, then updates the input's channels
         fail(op, f"input {list(x.shape)}, noise estimate {list(noise.shape)} and output "
-                 f"{list(y.shape)}: the last two must hold the input's channels")
+                 f"{list(y.shape)}: the output must be the input's size, the estimate at least")
     lut_name, lut = const_input(op, g, ctx, 2, "gain_lut")
     if lut.size < PCAN_LUT_MIN:
         fail(op, f"the gain table has {lut.size} entries, {PCAN_LUT_MIN} are read")

@@ -78,6 +78,17 @@ def test_energy_all_bins(tmp_path):
     assert got[0].dtype == np.uint32 and got[0][0, 0] == 2 ** 31
 
 
+def test_energy_reshaped(tmp_path):
+    """A uint32 tensor through RESHAPE (an alias) to the graph output."""
+    mb = ModelBuilder()
+    x, y = mb.input([2 * 12], "int16"), mb.tensor([12], "uint32")
+    mb.custom_op("SignalEnergy", [x], [y], {"start_index": 0, "end_index": 12})
+    z = mb.tensor([3, 4], "uint32")
+    mb.op("RESHAPE", [y, mb.const(np.array([3, 4], np.int32), "int32")], [z])
+    mb.output(z)
+    assert_matches_tflm(mb.build(), [frames(5, 24, seed=4)], tmp_path)
+
+
 def test_energy_range(tmp_path):
     # TFLM leaves bins outside [start, end) as the arena held them: compare the range only
     from conftest import eerie_run, tflm_run
