@@ -8,8 +8,10 @@ where TFLM simply runs off the end).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import EerieError
-from ..ir import DTYPE_C
+from ..ir import DTYPE_C, Tensor
 
 
 def fail(op, why: str):
@@ -58,3 +60,17 @@ def const_input(op, g, ctx, k: int, hint: str):
     if not t.is_const:
         fail(op, f"input {k} must be a constant (eerie-c checks its values at compile time)")
     return ctx.const(t.data.reshape(-1), DTYPE_C[t.dtype], hint), t.data.reshape(-1).astype(int)
+
+
+def state_tensor(op, g, what: str, shape: tuple, dtype: str, init: np.ndarray | None = None) -> str:
+    """A state tensor of this op (TFLM keeps it in a persistent buffer the model file has no
+    tensor for): created on first lowering and listed as one more input of the op, so the
+    planner gives it static storage outside the arena; NAME_reset_state() restores `init`
+    (None: zeros), as TFLM's Reset does. The kernel lists it in Lowered.updates."""
+    sid = f"{op.outputs[0]}_{what}"
+    if sid not in g.tensors:
+        g.tensors[sid] = Tensor(id=sid, shape=tuple(shape), dtype=dtype, variable=True, init=init,
+                                label=f"{g.t(op.outputs[0]).label} {what.replace('_', ' ')}")
+    if sid not in op.inputs:
+        op.inputs.append(sid)
+    return sid

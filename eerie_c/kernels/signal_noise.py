@@ -3,8 +3,8 @@ SignalPCAN (per-channel automatic gain control).
 
 - SpectralSubtraction keeps a per-channel noise estimate from one invocation to the next
   (TFLM: a persistent buffer, zeroed at start and by the interpreter's Reset). Here it is a
-  uint32 state tensor that the kernel adds to the graph (the model file has no tensor for
-  it): static storage outside the arena, zeroed by NAME_reset_state(). Per channel, with the
+  uint32 state tensor that the kernel adds to the graph (_signal.state_tensor: the model file
+  has no tensor for it). Per channel, with the
   alternate smoothing on odd channels: estimate = (x << smoothing_bits) * smoothing + estimate
   * (1 - smoothing), >> spectral_subtraction_bits (uint64); the output is the signal minus the
   estimate (clamped to the signal, and the estimate too when `clamping`), never below
@@ -16,27 +16,14 @@ SignalPCAN (per-channel automatic gain control).
 from __future__ import annotations
 
 from ..templating import render
-from ..ir import Tensor
 from . import Lowered, kernel
-from ._signal import check_io, const_input, fail, int_attr, operand
+from ._signal import check_io, const_input, fail, int_attr, operand, state_tensor
 
 U32 = (-2 ** 31, 2 ** 32 - 1)   # TFLM reads these options as int32 into uint32 fields
 
 
 def _u32(op, name: str) -> int:
     return int_attr(op, name, *U32) & 0xFFFFFFFF
-
-
-def _state(op, g, n: int) -> str:
-    """The noise-estimate state tensor of this op, created on first lowering and listed as
-    the op's last input (so the planner gives it static storage; the kernel updates it)."""
-    sid = f"{op.outputs[0]}_noise_state"
-    if sid not in g.tensors:
-        g.tensors[sid] = Tensor(id=sid, shape=(n,), dtype="uint32", variable=True,
-                                label=f"{g.t(op.outputs[0]).label} noise estimate")
-    if sid not in op.inputs:
-        op.inputs.append(sid)
-    return sid
 
 
 @kernel("CUSTOM:SignalFilterBankSpectralSubtraction", dtypes=("uint32",))
@@ -48,7 +35,7 @@ def lower_spectral_subtraction(op, g, ctx):
         # TFLM copies the estimate output's size out of its num_channels-long buffer
         fail(op, f"outputs {list(y.shape)} and {list(est.shape)}: the first must hold and the "
                  f"second must be num_channels = {n} values")
-    state = _state(op, g, n)
+    state = state_tensor(op, g, "noise_estimate", (n,), "uint32")
     clamping = op.attrs.get("clamping")
     if not isinstance(clamping, (bool, int)):
         fail(op, "option 'clamping' is missing")

@@ -2,11 +2,12 @@
 audio_preprocessor_int8.tflite, from tflite-micro: every signal-library op of the audio front
 end plus CAST / STRIDED_SLICE / CONCATENATION / int32 arithmetic, UINT32 and UINT64 tensors)
 bit-exact with the tflite-micro runtime over consecutive 30 ms frames (its noise estimate
-carries from frame to frame), on the host and on mps2-an386 in QEMU."""
+carries from frame to frame), on the host and in QEMU on mps2-an386 (Cortex-M4) and microbit (Cortex-M0)."""
 import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import eerie_run, tflm_run
 
@@ -39,8 +40,9 @@ def test_preprocessor_host(tmp_path):
     assert len(np.unique(ref)) > 20
 
 
-def test_preprocessor_on_board(tmp_path, board_tools):
+@pytest.mark.parametrize("board", ["mps2-an386", "microbit"])   # Cortex-M4, and M0: 64-bit via libgcc
+def test_preprocessor_on_board(tmp_path, board_tools, board):
     x = frames(12)
-    got, report = eerie_run(MODEL, [x], tmp_path, board="mps2-an386")
+    got, report = eerie_run(MODEL, [x], tmp_path, board=board)
     np.testing.assert_array_equal(got[0], tflm_run(MODEL, [x])[0])
-    assert report["board"] == "mps2-an386"
+    assert report["board"] == board
