@@ -228,8 +228,9 @@ def ops_table(markdown: bool = False) -> str:
     reg = load_all()
     builtin = {n for n in dir(tflite.BuiltinOperator) if n.isupper()}
     dtypes = sorted({d for k in reg.values() for d in k.dtypes})
-    ops = sorted([k for k in reg if k in builtin] + list(FRONTEND_OPS))
-    internal = sorted(k for k in reg if k not in builtin)
+    in_models = builtin | {k for k in reg if k.startswith("CUSTOM:")}   # TFLM's signal ops
+    ops = sorted([k for k in reg if k in in_models] + list(FRONTEND_OPS))
+    internal = sorted(k for k in reg if k not in in_models)
 
     def cells(kind):
         if kind in FRONTEND_OPS:

@@ -32,6 +32,7 @@ COVERED = {
     "kws/run.py": "test_kws_example",
     "torch_cond/run.py": "test_torch_cond_example",
     "torch_int8/run.py": "test_torch_int8_example",
+    "micro_speech/run.py": "test_micro_speech_example",
 }
 
 
@@ -144,6 +145,17 @@ def test_torch_int8_example(board_tools, tmp_path):
     assert report["quantization"]["float_islands"] == []
     assert f"{report['instructions']:,}" in text
     assert "## Quantization" in (out / "report.md").read_text()
+
+
+def test_micro_speech_example(board_tools, tmp_path):
+    """Raw audio -> TFLM's signal-op front end -> keyword model, two models in one firmware
+    in QEMU: each committed clip is recognised, features and scores bit-exact with TFLM."""
+    text = _run([sys.executable, str(EXAMPLES / "micro_speech" / "run.py"), "--out", str(tmp_path / "ms")],
+                cwd=tmp_path)
+    tops = re.findall(r"^clip \d+: (\w+)_1000ms\.wav -> '(\w+)'", text, re.M)
+    assert tops == [("yes", "yes"), ("no", "no")], text
+    assert "bit-exact with TFLM (tflite-micro runtime) on 2/2 clips" in text, text
+    assert re.search(r"front end [0-9,]+ \([0-9,]+ per 30 ms frame\), keyword model [0-9,]+", text), text
 
 
 def test_run_example_sets_up_then_runs_the_board_example(tmp_path):

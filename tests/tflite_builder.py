@@ -12,14 +12,16 @@ the ai-edge-litert oracle package), so every op test runs on a real .tflite flat
 from __future__ import annotations
 
 import flatbuffers
+from flatbuffers import flexbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "int16": fb.TensorType.INT16,
          "int32": fb.TensorType.INT32, "uint8": fb.TensorType.UINT8, "int64": fb.TensorType.INT64,
-         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE}
+         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE,
+         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64}
 NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_}
+      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 ACT = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 PAD = {"SAME": 0, "VALID": 1}
 
@@ -113,6 +115,25 @@ class ModelBuilder:
                 setattr(opts, k, v)
             o.builtinOptionsType = getattr(fb.BuiltinOptions, options)
             o.builtinOptions = opts
+        self.ops.append(o)
+
+    def custom_op(self, name: str, inputs, outputs, options: dict | None = None):
+        """A CUSTOM operator `name` with its options as a flexbuffer map (TFLM's signal ops
+        read theirs so)."""
+        for k, oc in enumerate(self.opcodes):
+            if oc.builtinCode == fb.BuiltinOperator.CUSTOM and oc.customCode == name:
+                idx = k
+                break
+        else:
+            oc = fb.OperatorCodeT()
+            oc.builtinCode = oc.deprecatedBuiltinCode = fb.BuiltinOperator.CUSTOM
+            oc.customCode, oc.version = name, 1
+            self.opcodes.append(oc)
+            idx = len(self.opcodes) - 1
+        o = fb.OperatorT()
+        o.opcodeIndex, o.inputs, o.outputs = idx, list(inputs), list(outputs)
+        o.customOptions = list(flexbuffers.Dumps(dict(options or {})))
+        o.customOptionsFormat = fb.CustomOptionsFormat.FLEXBUFFERS
         self.ops.append(o)
 
     def _subgraph_t(self):

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import tflite
+from flatbuffers import flexbuffers
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Quant, Tensor, verify_graph
@@ -22,13 +23,15 @@ _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.start
 _OPERATORS = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 _OPTIONS = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 _DTYPES = {"INT8": "int8", "UINT8": "uint8", "INT16": "int16", "INT32": "int32",
-           "INT64": "int64", "FLOAT32": "float32", "BOOL": "bool"}
+           "INT64": "int64", "FLOAT32": "float32", "BOOL": "bool", "UINT32": "uint32",
+           "UINT64": "uint64"}
 _PADDING = {0: "SAME", 1: "VALID"}
 _ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH",
                5: "SIGN_BIT", 6: "SIGMOID"}
 _SKIP_GETTERS = ("Init", "GetRootAs")
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "float32": np.float32, "bool": np.bool_}
+             "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32,
+             "uint64": np.uint64}
 
 
 def _snake(name: str) -> str:
@@ -73,6 +76,15 @@ def _options_attrs(op) -> dict:
         attrs["fused_activation_function"] = _ACTIVATION.get(
             attrs["fused_activation_function"], attrs["fused_activation_function"])
     return attrs
+
+
+def _custom_attrs(op) -> dict:
+    """A custom op's options: a flexbuffer map (TFLM's signal ops write one), as a dict; empty
+    for anything else (the op's kernel, if there is one, says what it misses)."""
+    if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
+        return {}
+    value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _buffer_data(model, buf: bytes, index: int, where: str) -> np.ndarray | None:
@@ -225,7 +237,8 @@ def _read_subgraph(model, buf: bytes, s: int, codes: list[str], loc: list[str], 
     for k, kind, ins, outs, o in ops:
         loc[0] = f"op {k} ({kind}) builtin options" if s == 0 else f"{where_sg} op {k} ({kind}) builtin options"
         layer = tensors[outs[0]].label if outs and outs[0] in tensors else ""
-        ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
+        attrs = _custom_attrs(o) if kind.startswith("CUSTOM:") else _options_attrs(o)
+        ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=attrs,
                          name=layer or f"{kind.lower()}_{k}", index=k, subgraph=s))
     loc[0] = where_sg
     return tensors, ir_ops, inputs, outputs, resources

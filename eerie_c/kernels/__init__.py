@@ -96,7 +96,7 @@ SCHEMES = {
 }
 
 CTYPE_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
-              "int64_t": 8, "float": 4}
+              "int64_t": 8, "uint64_t": 8, "float": 4}
 
 
 def const_bytes(c: Const) -> int:

@@ -8,6 +8,6 @@ def _lower_copy(op, g, ctx):
     return Lowered(body=f"memcpy(out0, in0, {y.nbytes});\n", inputs=[x.id], outputs=[y.id])
 
 
-ALL_TYPES = ("int8", "uint8", "int16", "int32", "float32", "bool", "int64")
+ALL_TYPES = ("int8", "uint8", "int16", "int32", "float32", "bool", "int64", "uint32", "uint64")
 for _kind in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
     kernel(_kind, dtypes=ALL_TYPES)(_lower_copy)

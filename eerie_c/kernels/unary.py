@@ -310,8 +310,9 @@ for _kind, _dtypes in UNARY_DTYPES.items():
 
 # ---- CAST ------------------------------------------------------------------------------------
 
-CAST_TYPES = ("int8", "int16", "int32", "float32", "bool")
-_CT = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "uint8_t"}
+CAST_TYPES = ("int8", "int16", "int32", "float32", "bool", "uint32")
+_CT = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "uint8_t",
+       "uint32": "uint32_t"}
 
 
 def cast_expr(src: str, dst: str) -> str:
