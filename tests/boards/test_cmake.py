@@ -5,6 +5,7 @@ include() it, target_link_libraries(app PRIVATE NAME), the CPU / float-ABI flags
 application through the library's INTERFACE options."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -27,8 +28,8 @@ def cmake():
     return "cmake"
 
 
-def _run(args, cwd):
-    p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+def _run(args, cwd, env=None):
+    p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, " ".join(map(str, args)) + "\n" + p.stdout + p.stderr
     return p.stdout
 
@@ -132,6 +133,60 @@ def test_sources_only_drop_into_a_cube_style_cmake_project(board_tools, cmake, m
     (proj / "x.bin").write_bytes(x[0].tobytes())
     run_qemu(brd, proj / "build" / "cube_app.elf", proj, timeout=60)
     y = np.frombuffer((proj / "y.bin").read_bytes(), np.int8).reshape(1, 640)
+    np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
+
+
+# A Zephyr application's CMakeLists.txt, as docs/integration.md shows it: Zephyr's package,
+# found before project(), sets the toolchain and makes `app`, a static library that its own
+# kernel image links. The stand-in package below does just that (no Zephyr SDK here), so the
+# application file is written exactly as in a real Zephyr tree.
+ZEPHYR_APP_CMAKE = """\
+cmake_minimum_required(VERSION 3.20.0)
+find_package(Zephyr REQUIRED HINTS $ENV{{ZEPHYR_BASE}})
+project(kws_app)
+target_sources(app PRIVATE src/main.c)
+include(${{CMAKE_CURRENT_SOURCE_DIR}}/eerie/ad01_int8.cmake)
+target_link_libraries(app PRIVATE ad01_int8)
+"""
+ZEPHYR_STAND_IN = """\
+# Stand-in for ZephyrConfig.cmake: the toolchain before project(), the board's CPU flags for
+# everything (Zephyr's zephyr_interface), then `app` and the image that links it.
+set(CMAKE_TOOLCHAIN_FILE {toolchain})
+enable_language(C)
+add_compile_options({cpu})
+add_link_options({cpu})
+add_library(app STATIC)
+target_include_directories(app PRIVATE {rt})
+add_executable(zephyr.elf {rt}/eerie_startup.c {rt}/eerie_rt.c)
+target_include_directories(zephyr.elf PRIVATE {rt})
+target_link_options(zephyr.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld})
+target_link_libraries(zephyr.elf PRIVATE app)
+set(Zephyr_FOUND TRUE)
+"""
+
+
+def test_sources_only_drop_into_a_zephyr_style_application(board_tools, cmake, models_dir, tmp_path):
+    from test_boards import HAND_APP
+    model = models_dir / "ad01_int8.tflite"
+    app = tmp_path / "app"
+    assert cli_main([str(model), "--target", "cortex-m4", "--sources-only", "-o", str(app / "eerie")]) == 0
+    rt = resource_dir("runtime_c")
+    brd = get_board("mps2-an386")
+    zephyr = tmp_path / "zephyr"
+    (zephyr / "share" / "zephyr-package" / "cmake").mkdir(parents=True)
+    (zephyr / "share" / "zephyr-package" / "cmake" / "ZephyrConfig.cmake").write_text(
+        ZEPHYR_STAND_IN.format(toolchain=rt / "arm-none-eabi.cmake", rt=rt, ld=brd.linker_script,
+                               cpu="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"))
+    (app / "src").mkdir(parents=True)
+    (app / "src" / "main.c").write_text(HAND_APP)
+    (app / "CMakeLists.txt").write_text(ZEPHYR_APP_CMAKE.format())
+    env = {**os.environ, "ZEPHYR_BASE": str(zephyr / "share" / "zephyr-package" / "cmake")}
+    _run([cmake, "-S", ".", "-B", "build"], app, env=env)
+    _run([cmake, "--build", "build"], app, env=env)
+    x = random_inputs([1, 640], "int8", 1, seed=13)
+    (app / "x.bin").write_bytes(x[0].tobytes())
+    run_qemu(brd, app / "build" / "zephyr.elf", app, timeout=60)
+    y = np.frombuffer((app / "y.bin").read_bytes(), np.int8).reshape(1, 640)
     np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
 
 
