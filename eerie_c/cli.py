@@ -35,6 +35,7 @@ examples:
 OPS_EXAMPLES = """examples:
   eerie-c ops                      the operator x dtype matrix (yes = supported)
   eerie-c ops --markdown           the same as a Markdown table (the README's)
+  eerie-c ops --vs-tflm            what TFLM registers that eerie-c has, lacks, or adds
   eerie-c ops | grep CONV          is a convolution kind supported, and for which dtypes?
 """
 
@@ -274,7 +275,13 @@ def cmd_ops(argv):
     p = argparse.ArgumentParser(prog="eerie-c ops", description="Supported operators and dtypes.",
                                 epilog=OPS_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true", help="as a Markdown table (the README's)")
+    p.add_argument("--vs-tflm", action="store_true",
+                   help="compare with the operators and dtypes TensorFlow Lite Micro registers")
     a = p.parse_args(argv)
+    if a.vs_tflm:
+        from .tflm_ops import vs_tflm_text
+        print(vs_tflm_text())
+        return
     print(ops_table(a.markdown))
 
 
