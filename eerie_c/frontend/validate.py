@@ -631,6 +631,7 @@ RULES = {
     "DEPTHWISE_CONV_2D": lambda op, g: _conv_like(op, g, True),
     "AVERAGE_POOL_2D": _pool,
     "MAX_POOL_2D": _pool,
+    "L2_POOL_2D": _pool,
     "FULLY_CONNECTED": _fully_connected,
     "ADD": lambda op, g: _elementwise(op, g, 2),
     "SUB": lambda op, g: _elementwise(op, g, 2),

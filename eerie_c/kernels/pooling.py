@@ -1,11 +1,11 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors.
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on NHWC tensors.
 
 Windows at the borders only cover the in-bounds elements (padding is never read), so an
 average divides by the number of elements actually inside the input. int8 follows TFLM:
 input and output must share quantization (TFLM's PoolingPrepare allows a scale difference of
 at most 1e-6 and requires equal zero points), the average works on the raw int8 values and
 rounds sum / count half away from zero, and the fused activation clamps in the output's
-quantized range.
+quantized range. L2_POOL_2D is float32 only, as in TFLM: sqrtf(sum of squares / count).
 """
 import numpy as np
 
@@ -64,7 +64,8 @@ def _lower_pool(op, g, ctx, mode):
         raise EerieError(f"{op.kind} (op {op.index}): input {x.dtype} but output {y.dtype}")
     if x.dtype == "float32":
         lo, hi = activation_range_float(act)
-        body = render(f"kernels/pool_{mode}_f32.c.j2", act_min=lo, act_max=hi, **geo)
+        body = render(f"kernels/pool_{'avg' if mode == 'l2' else mode}_f32.c.j2", act_min=lo,
+                      act_max=hi, l2=mode == "l2", **geo)
     else:
         if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
             raise EerieError(f"{op.kind} (op {op.index}): int8 pooling needs per-tensor quantization")
@@ -86,3 +87,8 @@ def lower_average_pool(op, g, ctx):
 @kernel("MAX_POOL_2D", dtypes=("int8", "float32"))
 def lower_max_pool(op, g, ctx):
     return _lower_pool(op, g, ctx, "max")
+
+
+@kernel("L2_POOL_2D", dtypes=("float32",))
+def lower_l2_pool(op, g, ctx):
+    return _lower_pool(op, g, ctx, "l2")

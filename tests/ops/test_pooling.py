@@ -77,3 +77,11 @@ def test_pool_int8_requires_same_quantization(tmp_path):
     p.write_bytes(model)
     with pytest.raises(EerieError, match="same quantization"):
         compile_model(p)
+
+
+@pytest.mark.parametrize("geo,act", [(1, "NONE"), (2, "RELU6"), (5, "NONE"), (3, "RELU_N1_TO_1")])
+def test_l2_pool_float(tmp_path, geo, act):
+    """L2_POOL_2D (float32 only in TFLM): sqrt of the mean square over the clipped window."""
+    shape, filt, stride, padding = GEOMETRIES[geo]
+    model = pool_model("L2_POOL_2D", "float32", shape, filt, stride, padding, act)
+    assert_matches_tflm(model, [random_inputs(shape, "float32", 3, seed=geo, scale=3.0)], tmp_path)

@@ -80,7 +80,7 @@ def test_int16_abs_and_leaky_relu(tmp_path):
 
 
 FLOAT_KINDS = ["ABS", "NEG", "SQUARE", "EXP", "LOG", "SQRT", "RSQRT", "ELU", "HARD_SWISH",
-               "FLOOR", "CEIL", "ROUND"]
+               "FLOOR", "CEIL", "ROUND", "SIN", "COS"]
 
 
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
