@@ -85,6 +85,14 @@ CUSTOM: dict[str, tuple[str, ...]] = {
 
 TFLM_COUNT = len(BUILTIN) + len(CUSTOM)   # the resolver's Add* methods
 
+# (op, dtype) TFLM registers that eerie-c leaves out on purpose, and why
+NOT_TAKEN = {
+    ("GREATER", "int16"): "TFLM computes no scaling for int16 GREATER (its Prepare sets the "
+                          "multipliers for int8 only), so its results do not follow its own "
+                          "quantized comparison",
+    ("ETHOSU", "int8"): "a command stream for the Ethos-U NPU's own driver, not a computation",
+}
+
 
 def _pairs(kind: str, dtypes, outputs: dict) -> set[tuple[str, str]]:
     """(input dtype, output dtype) pairs an op runs."""
@@ -126,6 +134,11 @@ def _pair_text(kind: str, pairs) -> str:
     return ", ".join(a for a, _ in pairs)
 
 
+def _why(row) -> str:
+    why = [NOT_TAKEN[(row["op"], a)] for a, _ in row["missing"] if (row["op"], a) in NOT_TAKEN]
+    return f" (not taken on purpose: {why[0]})" if why else ""
+
+
 def vs_tflm_text() -> str:
     """The report `eerie-c ops --vs-tflm` prints."""
     c = compare()
@@ -141,11 +154,11 @@ def vs_tflm_text() -> str:
     lines.append(f"Supported ({len(by['supported'])}): " + ", ".join(r["op"] for r in by["supported"]))
     lines.append("")
     lines.append(f"Partly supported ({len(by['partial'])}), the dtypes missing here:")
-    lines += [f"  {r['op']}: {_pair_text(r['op'], r['missing'])}" for r in by["partial"]]
+    lines += [f"  {r['op']}: {_pair_text(r['op'], r['missing'])}{_why(r)}" for r in by["partial"]]
     lines.append("")
     lines.append(f"Missing ({len(by['missing'])}):")
     lines += [f"  {r['op']}{' (custom)' if r['custom'] else ''}: {_pair_text(r['op'], r['missing'])}"
-              for r in by["missing"]]
+              f"{_why(r)}" for r in by["missing"]]
     lines.append("")
     lines.append(f"Extra here ({len(c['extra_ops'])} operators): " + (", ".join(c["extra_ops"]) or "-"))
     lines.append("Dtypes here that TFLM does not run:")
