@@ -227,7 +227,9 @@ def ops_table(markdown: bool = False) -> str:
     import tflite
     from .kernels import SCHEMES, load_all
     reg = load_all()
-    builtin = {n for n in dir(tflite.BuiltinOperator) if n.isupper()}
+    from .frontend.tflite import KNOWN_CUSTOM
+    # TFLite's builtin operators, and the custom ones with a kernel (by their custom code)
+    builtin = {n for n in dir(tflite.BuiltinOperator) if n.isupper()} | set(KNOWN_CUSTOM)
     dtypes = sorted({d for k in reg.values() for d in k.dtypes})
     ops = sorted([k for k in reg if k in builtin] + list(FRONTEND_OPS))
     internal = sorted(k for k in reg if k not in builtin)

@@ -125,7 +125,8 @@ def compare() -> dict:
 
 def _internal(kind: str) -> bool:
     import tflite
-    return kind not in {n for n in dir(tflite.BuiltinOperator) if n.isupper()}
+    from .frontend.tflite import KNOWN_CUSTOM
+    return kind not in {n for n in dir(tflite.BuiltinOperator) if n.isupper()} | set(KNOWN_CUSTOM)
 
 
 def _pair_text(kind: str, pairs) -> str:

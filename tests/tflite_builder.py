@@ -115,6 +115,29 @@ class ModelBuilder:
             o.builtinOptions = opts
         self.ops.append(o)
 
+    def custom_op(self, code: str, inputs, outputs, options: dict | None = None):
+        """A custom operator `code` with its options as a flexbuffer map (as the TFLite
+        converter writes TFLite_Detection_PostProcess)."""
+        from flatbuffers import flexbuffers
+        for k, oc in enumerate(self.opcodes):
+            if oc.builtinCode == fb.BuiltinOperator.CUSTOM and oc.customCode == code:
+                idx = k
+                break
+        else:
+            oc = fb.OperatorCodeT()
+            oc.builtinCode = oc.deprecatedBuiltinCode = fb.BuiltinOperator.CUSTOM
+            oc.customCode = code
+            oc.version = 1
+            self.opcodes.append(oc)
+            idx = len(self.opcodes) - 1
+        o = fb.OperatorT()
+        o.opcodeIndex = idx
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        if options:
+            o.customOptions = list(flexbuffers.Dumps(options))
+            o.customOptionsFormat = 0   # FLEXBUFFERS
+        self.ops.append(o)
+
     def _subgraph_t(self):
         sg = fb.SubGraphT()
         sg.tensors, sg.operators = self.tensors, self.ops

@@ -27,6 +27,9 @@ _PADDING = {0: "SAME", 1: "VALID"}
 _ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH",
                5: "SIGN_BIT", 6: "SIGMOID"}
 _SKIP_GETTERS = ("Init", "GetRootAs")
+# Custom operators with a kernel: their kind is the custom code itself (others read as
+# "CUSTOM:<code>", which no kernel registers), and their flexbuffer options become attrs.
+KNOWN_CUSTOM = ("TFLite_Detection_PostProcess",)
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
              "int64": np.int64, "float32": np.float32, "bool": np.bool_}
 
@@ -150,6 +153,18 @@ def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Gra
     return verify_graph(g, "frontend")
 
 
+def _custom_attrs(o) -> dict:
+    """A known custom operator's options: the flexbuffer map of its custom_options, with
+    plain Python values (numbers, bools, strings) only."""
+    if o.CustomOptionsIsNone() or o.CustomOptionsLength() == 0:
+        return {}
+    from flatbuffers import flexbuffers
+    m = flexbuffers.Loads(bytes(o.CustomOptionsAsNumpy()))
+    if not isinstance(m, dict):
+        raise malformed("custom options are not a flexbuffer map")
+    return {str(k): v for k, v in m.items() if isinstance(v, (bool, int, float, str))}
+
+
 def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = None) -> Graph:
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() < 1:
@@ -160,7 +175,8 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
         c = model.OperatorCodes(i)
         code = max(int(c.BuiltinCode()), int(c.DeprecatedBuiltinCode()))
         if code == tflite.BuiltinOperator.CUSTOM:
-            codes.append("CUSTOM:" + (c.CustomCode() or b"?").decode("ascii", "backslashreplace"))
+            custom = (c.CustomCode() or b"?").decode("ascii", "backslashreplace")
+            codes.append(custom if custom in KNOWN_CUSTOM else "CUSTOM:" + custom)
         else:
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
     tensors, ir_ops, inputs, outputs, resources = _read_subgraph(model, buf, 0, codes, loc)
@@ -225,7 +241,8 @@ def _read_subgraph(model, buf: bytes, s: int, codes: list[str], loc: list[str], 
     for k, kind, ins, outs, o in ops:
         loc[0] = f"op {k} ({kind}) builtin options" if s == 0 else f"{where_sg} op {k} ({kind}) builtin options"
         layer = tensors[outs[0]].label if outs and outs[0] in tensors else ""
-        ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=_options_attrs(o),
+        attrs = _custom_attrs(o) if kind in KNOWN_CUSTOM else _options_attrs(o)
+        ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=attrs,
                          name=layer or f"{kind.lower()}_{k}", index=k, subgraph=s))
     loc[0] = where_sg
     return tensors, ir_ops, inputs, outputs, resources

@@ -76,6 +76,18 @@ def gap_model():
     y = mb.tensor([3, 4], "int8", **Q8)
     mb.op("DYNAMIC_UPDATE_SLICE", [base, upd, start], [y])
     out(y, "DYNAMIC_UPDATE_SLICE")
+    # regular NMS writes every output slot (fast NMS leaves some as the arena held them)
+    enc = inp([1, 12, 4], "float32", (rng.standard_normal((2, 1, 12, 4)) * 0.5).astype(np.float32))
+    sc = inp([1, 12, 3], "float32", rng.random((2, 1, 12, 3)).astype(np.float32))
+    grid = np.stack(np.meshgrid(np.linspace(0.2, 0.8, 3), np.linspace(0.2, 0.8, 4), indexing="ij"), -1)
+    anchors = np.concatenate([grid.reshape(12, 2), np.full((12, 2), 0.3)], 1).astype(np.float32)
+    dets = [mb.tensor(s, "float32") for s in ([1, 5, 4], [1, 5], [1, 5], [1])]
+    mb.custom_op("TFLite_Detection_PostProcess", [enc, sc, mb.const(anchors, "float32")], dets,
+                 dict(max_detections=5, max_classes_per_detection=1, detections_per_class=3,
+                      use_regular_nms=True, nms_score_threshold=0.2, nms_iou_threshold=0.5,
+                      num_classes=2, y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0))
+    for t, label in zip(dets, ("boxes", "classes", "scores", "count")):
+        out(t, f"TFLite_Detection_PostProcess {label}")
     return mb.build(), feeds, labels
 
 
