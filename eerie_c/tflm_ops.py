@@ -61,7 +61,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...]]] = {
                  "int16": ("int8", "int16", "int32"), "int32": ("int8", "int16"),
                  "uint8": ("int8",)},
     "DEQUANTIZE": {d: ("float32",) for d in ("int8", "int16", "uint8")},
-    "CAST": {d: ("float32", "int8", "int16", "int32", "uint32")
+    "CAST": {d: ("bool", "float32", "int8", "int16", "int32", "uint32")
              for d in ("bool", "float32", "int8", "int16", "int32", "uint32")},
     "EMBEDDING_LOOKUP": {"float32": ("float32",), "int8": ("float32", "int8")},
     "SHAPE": {d: ("int32",) for d in ANY},

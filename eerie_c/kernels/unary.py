@@ -11,8 +11,9 @@ What TFLM runs, and so what is registered here:
   element with the shared requantization helper.
 - NEG, SQUARE, EXP, LOG, SQRT, FLOOR, CEIL, ROUND, SIN and COS are float32-only in TFLM
   (SIN / COS: sinf / cosf, as TFLM's std::sin / std::cos on a float).
-- CAST between int8, int16, int32, float32 and bool (C conversions: float to integer
-  truncates toward zero, integer narrowing wraps, anything to bool is != 0).
+- CAST between int8, int16, int32, uint32, float32 and bool (C conversions: float to integer
+  truncates toward zero, integer narrowing wraps, anything to bool is != 0; float to uint32
+  truncates in 64 bits and keeps the low 32, so negative values wrap as on TFLM's x86 build).
 """
 from __future__ import annotations
 
@@ -314,8 +315,9 @@ for _kind, _dtypes in UNARY_DTYPES.items():
 
 # ---- CAST ------------------------------------------------------------------------------------
 
-CAST_TYPES = ("int8", "int16", "int32", "float32", "bool")
-_CT = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "uint8_t"}
+CAST_TYPES = ("int8", "int16", "int32", "uint32", "float32", "bool")
+_CT = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "uint32": "uint32_t", "float32": "float",
+       "bool": "uint8_t"}
 
 
 def cast_expr(src: str, dst: str) -> str:
@@ -323,6 +325,10 @@ def cast_expr(src: str, dst: str) -> str:
         return "(uint8_t)(in0[i] != 0)"
     if src == "float32" and dst in ("int8", "int16"):
         return f"({_CT[dst]})(int32_t)in0[i]"     # truncate toward zero, then narrow
+    if src == "float32" and dst == "uint32":
+        # truncate toward zero in 64 bits, keep the low 32 (a negative value wraps, as TFLM's
+        # static_cast gives on x86; C leaves a direct conversion of it undefined)
+        return "(uint32_t)(int64_t)in0[i]"
     return f"({_CT[dst]})in0[i]"
 
 
