@@ -35,6 +35,7 @@ examples:
 OPS_EXAMPLES = """examples:
   eerie-c ops                      the operator x dtype matrix (yes = supported)
   eerie-c ops --markdown           the same as a Markdown table (the README's)
+  eerie-c ops --vs-tflm            what TFLM registers that eerie-c has, lacks, or adds
   eerie-c ops | grep CONV          is a convolution kind supported, and for which dtypes?
 """
 
@@ -213,11 +214,6 @@ def cmd_run(argv):
     print(json.dumps({k: report[k] for k in keys if k in report}))
 
 
-# TFLite ops the frontend turns into other kinds rather than into one kernel: IF / WHILE become
-# regions of CF_* markers, CALL_ONCE an IF on a static flag, VAR_HANDLE a static state slot.
-FRONTEND_OPS = {"IF": "any", "WHILE": "any", "CALL_ONCE": "any", "VAR_HANDLE": "any"}
-
-
 def ops_table(markdown: bool = False) -> str:
     """The supported op x dtype matrix, straight from the kernel registry: TFLite's operators
     first, then the internal kinds that only eerie-c's passes and frontends produce. A cell is
@@ -225,10 +221,11 @@ def ops_table(markdown: bool = False) -> str:
     marked * has output dtypes other than its input's, listed below the table."""
     import tflite
     from .kernels import SCHEMES, load_all
+    from .tflm_ops import FRONTEND_OPS
     reg = load_all()
     builtin = {n for n in dir(tflite.BuiltinOperator) if n.isupper()}
     dtypes = sorted({d for k in reg.values() for d in k.dtypes})
-    in_models = builtin | {k for k in reg if k.startswith("CUSTOM:")}   # TFLM's signal ops
+    in_models = builtin | {k for k in reg if k.startswith("CUSTOM:")}   # custom ops by their code
     ops = sorted([k for k in reg if k in in_models] + list(FRONTEND_OPS))
     internal = sorted(k for k in reg if k not in in_models)
 
@@ -275,7 +272,13 @@ def cmd_ops(argv):
     p = argparse.ArgumentParser(prog="eerie-c ops", description="Supported operators and dtypes.",
                                 epilog=OPS_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true", help="as a Markdown table (the README's)")
+    p.add_argument("--vs-tflm", action="store_true",
+                   help="compare with the operators and dtypes TensorFlow Lite Micro registers")
     a = p.parse_args(argv)
+    if a.vs_tflm:
+        from .tflm_ops import vs_tflm_text
+        print(vs_tflm_text())
+        return
     print(ops_table(a.markdown))
 
 

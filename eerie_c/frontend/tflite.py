@@ -172,7 +172,8 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
         c = model.OperatorCodes(i)
         code = max(int(c.BuiltinCode()), int(c.DeprecatedBuiltinCode()))
         if code == tflite.BuiltinOperator.CUSTOM:
-            codes.append("CUSTOM:" + (c.CustomCode() or b"?").decode("ascii", "backslashreplace"))
+            custom = (c.CustomCode() or b"?").decode("ascii", "backslashreplace")
+            codes.append("CUSTOM:" + custom)   # the kind a kernel registers, if any
         else:
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
     tensors, ir_ops, inputs, outputs, resources = _read_subgraph(model, buf, 0, codes, loc)

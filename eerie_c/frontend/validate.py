@@ -45,7 +45,8 @@ MAX_ELEMENTS = 2 ** 31 - 1      # C loops count elements with int
 MAX_TENSOR_BYTES = 2 ** 31 - 1  # arena offsets must fit an int too
 FUSED_OK = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")
 _INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
-              "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 31, 2 ** 31 - 1)}
+              "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 31, 2 ** 31 - 1),
+              "uint32": (0, 2 ** 32 - 1)}
 
 
 def malformed(what: str, where: str = "") -> EerieError:
@@ -631,6 +632,7 @@ RULES = {
     "DEPTHWISE_CONV_2D": lambda op, g: _conv_like(op, g, True),
     "AVERAGE_POOL_2D": _pool,
     "MAX_POOL_2D": _pool,
+    "L2_POOL_2D": _pool,
     "FULLY_CONNECTED": _fully_connected,
     "ADD": lambda op, g: _elementwise(op, g, 2),
     "SUB": lambda op, g: _elementwise(op, g, 2),

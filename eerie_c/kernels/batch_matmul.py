@@ -5,8 +5,11 @@ adj_x / adj_y read lhs / rhs transposed in their last two dims (lhs [..., K, M],
 numpy-style. Either operand may be a constant (then it is a flash global).
 
 int8 (TFLM scheme, per-tensor): the int32 accumulator sums (lhs - zp_lhs) * (rhs - zp_rhs)
-and is requantized once with lhs_scale * rhs_scale / out_scale (double precision), plus the
+and is requantized once with lhs_scale * rhs_scale / out_scale (the product of the scales in
+float, then the division in double, as TFLM's GetQuantizedConvolutionMultipler), plus the
 output zero point, clamped to int8. Integer sums are exact, so the loop order is free.
+int16 (zero points 0, TFLM's rule) sums in int64 and takes TFLM's 64-bit
+MultiplyByQuantizedMultiplier (the multiplier rounded to Q15; helpers/requant64.c.j2).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ def _batch_loops(lhs_shape, rhs_shape, out_shape, m, k, n):
     return list(reversed(loops))
 
 
-@kernel("BATCH_MATMUL", dtypes=("int8", "float32"))
+@kernel("BATCH_MATMUL", dtypes=("int8", "int16", "float32"))
 def lower_batch_matmul(op, g, ctx):
     what = f"BATCH_MATMUL (op {op.index})"
     a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
@@ -72,17 +75,25 @@ def lower_batch_matmul(op, g, ctx):
     v = dict(ctype=DTYPE_C[a.dtype], loops=loops, m=m, k=k, n=n, lhs=ptrs[0], rhs=ptrs[1],
              # element strides of (i, k) in lhs and (k, j) in rhs
              a_i=1 if adj_x else k, a_k=m if adj_x else 1,
-             b_k=1 if adj_y else n, b_j=k if adj_y else 1, quant=a.dtype == "int8")
+             b_k=1 if adj_y else n, b_j=k if adj_y else 1, quant=a.dtype != "float32")
     helpers = set()
-    if a.dtype == "int8":
+    if a.dtype != "float32":
         for t in (a, b, y):
             if t.quant is None or len(np.atleast_1d(t.quant.scale)) != 1:
-                raise EerieError(f"{what}: int8 tensors need per-tensor quantization")
-        mult, shift = quantize_multiplier(float(np.float32(a.scale)) * float(np.float32(b.scale))
+                raise EerieError(f"{what}: {a.dtype} tensors need per-tensor quantization")
+        mult, shift = quantize_multiplier(float(np.float32(a.scale) * np.float32(b.scale))
                                           / float(np.float32(y.scale)))
         v.update(zp_a=int(a.zero_point), zp_b=int(b.zero_point), zp_out=int(y.zero_point),
-                 mult=mult, shift=shift)
+                 mult=mult, shift=shift, wide=a.dtype == "int16", lo=-128, hi=127)
         helpers = {"requant"}
+        if a.dtype == "int16":
+            if a.zero_point or b.zero_point or y.zero_point:
+                raise EerieError(f"{what}: int16 needs zero points 0 (TFLM's rule)")
+            reduced = (mult + (1 << 15)) >> 16 if mult < 0x7FFF0000 else 0x7FFF
+            if 15 - shift < 1:
+                raise EerieError(f"{what}: scale lhs*rhs/output is too large for TFLM's int16 path")
+            v.update(mult=reduced, shift=15 - shift, lo=-32768, hi=32767)
+            helpers = {"requant64"}
     body = render("kernels/batch_matmul.c.j2", **v)
     batches = int(np.prod([e for e, *_ in loops])) if loops else 1
     return Lowered(body=body, inputs=inputs, outputs=[y.id], helpers=helpers,

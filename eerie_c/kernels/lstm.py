@@ -48,7 +48,7 @@ def _fc_multiplier(in_scale: float, w_scale: float, out_scale: float) -> tuple[i
                                / float(np.float32(out_scale)))
 
 
-@kernel("UNIDIRECTIONAL_SEQUENCE_LSTM", dtypes=("int8", "float32"))
+@kernel("UNIDIRECTIONAL_SEQUENCE_LSTM", dtypes=("int8", "int16", "float32"))
 def lower_lstm(op, g, ctx):
     ins = list(op.inputs) + [None] * (24 - len(op.inputs))
     if len(op.inputs) != 24:
@@ -98,17 +98,28 @@ def lower_lstm(op, g, ctx):
     else:
         _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_data, clip)
         scratch, helpers = 4 * units * 2, {"requant", "lstm_act16"}
+        if x.dtype == "int16":
+            helpers.add("requant64")
     body = render("kernels/lstm.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], updates=[h.id, c.id],
                    helpers=helpers, scratch_bytes=scratch,
                    macs=batches * steps * 4 * units * (depth + units))
 
 
+def _q15(m: int, s: int) -> tuple[int, int]:
+    """A Q31 multiplier and shift in the form of TFLM's 64-bit MultiplyByQuantizedMultiplier:
+    the multiplier rounded to Q15 and the total right shift (helpers/requant64.c.j2)."""
+    reduced = (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+    return reduced, 15 - s
+
+
 def _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_data, clip):
-    if any(t.dtype != "int8" for t in w_in + w_rec + [h, y]) or c.dtype != "int16" \
-            or any(t.dtype != "int32" for t in bias):
-        _fail(op, "an int8 LSTM needs int8 weights, hidden state and output, an int16 cell "
-                  "state and int32 biases")
+    wide = x.dtype == "int16"     # TFLM's 16x8 LSTM: int16 activations, int64 biases
+    act, bias_t = ("int16", "int64") if wide else ("int8", "int32")
+    if any(t.dtype != "int8" for t in w_in + w_rec) or any(t.dtype != act for t in (h, y)) \
+            or c.dtype != "int16" or any(t.dtype != bias_t for t in bias):
+        _fail(op, f"an {act} LSTM needs int8 weights, {act} hidden state and output, an int16 "
+                  f"cell state and {bias_t} biases")
     for t in w_in + w_rec + [x, y, h, c]:
         if t.quant is None or t.quant.per_channel:
             _fail(op, f"tensor {t.label!r} needs per-tensor quantization")
@@ -143,12 +154,23 @@ def _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_dat
     qclip = 0
     if clip > 0:
         qclip = int(min(max(float(np.float32(clip)) / cell_scale, -32768.0), 32767.0))
+    if wide:
+        if x.zero_point or h.zero_point:
+            _fail(op, "int16 input and hidden state need zero point 0 (TFLM's 16x8 scheme)")
+        q_in = [_q15(m, s) for m, s in zip(m_in, s_in)]
+        q_rec = [_q15(m, s) for m, s in zip(m_rec, s_rec)]
+        if min(t for _, t in q_in + q_rec) < 1:
+            _fail(op, "a gate's requantization scale is too large for TFLM's 64-bit path")
+        m_in, s_in = [m for m, _ in q_in], [t for _, t in q_in]
+        m_rec, s_rec = [m for m, _ in q_rec], [t for _, t in q_rec]
+    v.update(wide=wide, h_lo=-32768 if wide else -128, h_hi=32767 if wide else 127)
     v.update(w_in=ctx.const(w_in_data, "int8_t", "input_weights", "forget, input, cell, output"),
              w_rec=ctx.const(w_rec_data, "int8_t", "recurrent_weights", "forget, input, cell, output"),
-             bias=ctx.const(folded.astype(np.int32), "int32_t", "bias",
+             bias=ctx.const(folded.astype(np.int64 if wide else np.int32),
+                            "int64_t" if wide else "int32_t", "bias",
                             "gate biases with the input zero point folded in"),
-             rec_fold=ctx.const(rec_fold.astype(np.int32), "int32_t", "hidden_zp_fold",
-                                "-hidden_zero_point * recurrent row sums"),
+             rec_fold=None if wide else ctx.const(rec_fold.astype(np.int32), "int32_t", "hidden_zp_fold",
+                                                  "-hidden_zero_point * recurrent row sums"),
              m_in=ctx.const(np.array(m_in, np.int32), "int32_t", "input_multiplier"),
              s_in=ctx.const(np.array(s_in, np.int32), "int32_t", "input_shift"),
              m_rec=ctx.const(np.array(m_rec, np.int32), "int32_t", "recurrent_multiplier"),

@@ -10,7 +10,8 @@ axes [1, 2]" special paths are not taken any more, the tests check this): the ra
 summed in int32, (sum - zp_in * count) is requantized by scale_in / scale_out with 1/count
 folded into the multiplier -- shift s = min(floor(log2 count), 32, 31 + exponent),
 multiplier' = (multiplier << s) / count (truncating), exponent' = exponent - s -- then
-+ zp_out and a clamp to int8. There is no fused activation.
++ zp_out and a clamp to int8. There is no fused activation. int16 takes the same path in TFLM
+(QuantizedMeanOrSum on int16 values), clamped to int16.
 """
 import numpy as np
 
@@ -56,7 +57,7 @@ def _loop_nest(shape, axes):
             [dict(var=f"r{i}", size=s, stride=st) for i, (_, s, st) in enumerate(reduced)])
 
 
-@kernel("MEAN", dtypes=("int8", "float32"))
+@kernel("MEAN", dtypes=("int8", "int16", "float32"))
 def lower_mean(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
     rank = len(x.shape)
@@ -75,11 +76,12 @@ def lower_mean(op, g, ctx):
     if x.dtype == "float32":
         return Lowered(body=render("kernels/mean_f32.c.j2", **v), inputs=[x.id], outputs=[y.id])
     if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
-        raise EerieError(f"MEAN (op {op.index}): int8 MEAN needs per-tensor quantization")
+        raise EerieError(f"MEAN (op {op.index}): {x.dtype} MEAN needs per-tensor quantization")
     mult, shift = quantize_multiplier(float(np.float32(x.scale)) / float(np.float32(y.scale)))
     s = min(count.bit_length() - 1, 32, 31 + shift)
     v.update(mult=(mult << s) // count, shift=shift - s, in_offset=-x.zero_point * count,
-             out_zp=y.zero_point)
+             out_zp=y.zero_point, ctype=x.ctype,
+             lo=-128 if x.dtype == "int8" else -32768, hi=127 if x.dtype == "int8" else 32767)
     helpers = {"requant"}
     return Lowered(body=render("kernels/mean_s8.c.j2", **v), inputs=[x.id], outputs=[y.id],
                    helpers=helpers)

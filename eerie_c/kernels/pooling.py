@@ -1,11 +1,12 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors.
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on NHWC tensors.
 
 Windows at the borders only cover the in-bounds elements (padding is never read), so an
-average divides by the number of elements actually inside the input. int8 follows TFLM:
+average divides by the number of elements actually inside the input. int8 and int16 follow
+TFLM (the same integer code for both):
 input and output must share quantization (TFLM's PoolingPrepare allows a scale difference of
 at most 1e-6 and requires equal zero points), the average works on the raw int8 values and
 rounds sum / count half away from zero, and the fused activation clamps in the output's
-quantized range.
+quantized range. L2_POOL_2D is float32 only, as in TFLM: sqrtf(sum of squares / count).
 """
 import numpy as np
 
@@ -64,25 +65,33 @@ def _lower_pool(op, g, ctx, mode):
         raise EerieError(f"{op.kind} (op {op.index}): input {x.dtype} but output {y.dtype}")
     if x.dtype == "float32":
         lo, hi = activation_range_float(act)
-        body = render(f"kernels/pool_{mode}_f32.c.j2", act_min=lo, act_max=hi, **geo)
+        body = render(f"kernels/pool_{'avg' if mode == 'l2' else mode}_f32.c.j2", act_min=lo,
+                      act_max=hi, l2=mode == "l2", **geo)
     else:
         if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
-            raise EerieError(f"{op.kind} (op {op.index}): int8 pooling needs per-tensor quantization")
+            raise EerieError(f"{op.kind} (op {op.index}): {x.dtype} pooling needs per-tensor quantization")
         if abs(float(np.float32(x.scale)) - float(np.float32(y.scale))) > 1e-6 \
                 or x.zero_point != y.zero_point:
-            raise EerieError(f"{op.kind} (op {op.index}): int8 pooling needs the same quantization "
+            raise EerieError(f"{op.kind} (op {op.index}): {x.dtype} pooling needs the same quantization "
                              f"on input and output (scale {x.scale:g} zp {x.zero_point} vs "
                              f"scale {y.scale:g} zp {y.zero_point}), as TFLM does")
-        lo, hi = activation_range_int(act, y)
-        body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, **geo)
+        qmin, qmax = (-128, 127) if x.dtype == "int8" else (-32768, 32767)
+        lo, hi = activation_range_int(act, y, qmin, qmax)
+        body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,
+                      lowest=qmin, **geo)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])
 
 
-@kernel("AVERAGE_POOL_2D", dtypes=("int8", "float32"))
+@kernel("AVERAGE_POOL_2D", dtypes=("int8", "int16", "float32"))
 def lower_average_pool(op, g, ctx):
     return _lower_pool(op, g, ctx, "avg")
 
 
-@kernel("MAX_POOL_2D", dtypes=("int8", "float32"))
+@kernel("MAX_POOL_2D", dtypes=("int8", "int16", "float32"))
 def lower_max_pool(op, g, ctx):
     return _lower_pool(op, g, ctx, "max")
+
+
+@kernel("L2_POOL_2D", dtypes=("float32",))
+def lower_l2_pool(op, g, ctx):
+    return _lower_pool(op, g, ctx, "l2")

@@ -7,7 +7,10 @@
   q = rint(x * float32(1 / scale)), as quantized_decomposed.quantize_per_tensor computes it. We saturate in float before converting, so huge values clamp to the
   type's range instead of hitting the undefined int conversion TFLM performs.
 - int -> int: out = zp_out + requantize(x - zp_in) with multiplier in_scale / out_scale derived
-  in double, saturated to the output type; equal scales give an exact offset shift.
+  in double, saturated to the output type; equal scales give an exact offset shift. An int32
+  input (an accumulator requantized to int8 / int16) takes TFLM's int32 arithmetic as it runs
+  on two's-complement machines: x - zp_in and the multiplier's left shift wrap, and equal
+  scales still go through the multiplier (1 << 30, shift 1: values beyond +-2^30 wrap there).
 - DEQUANTIZE: TFLM computes scale * (x - zp) in double and casts to float. With a float32 scale
   and |x - zp| < 2^17 that double product is exact, so one float multiply rounds identically.
 """
@@ -23,7 +26,8 @@ RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
          "int32": (-(2 ** 31), 2 ** 31 - 1)}
 # (input, output) dtype pairs TFLM's QUANTIZE evaluates
 REQUANT_PAIRS = {("int8", "int8"), ("int8", "uint8"), ("int8", "int16"), ("int8", "int32"),
-                 ("uint8", "int8"), ("int16", "int8"), ("int16", "int16"), ("int16", "int32")}
+                 ("uint8", "int8"), ("int16", "int8"), ("int16", "int16"), ("int16", "int32"),
+                 ("int32", "int8"), ("int32", "int16")}
 FLOAT_OUTPUTS = ("int8", "int16")
 # input dtype -> output dtypes: the registry's table (`eerie-c ops`), the one the kernels check
 QUANTIZE_OUTPUTS = {"float32": FLOAT_OUTPUTS,
@@ -62,9 +66,13 @@ def lower_quantize(op, g, ctx):
         raise EerieError(f"QUANTIZE {op.name!r}: {x.dtype} -> {y.dtype} is not supported")
     _per_tensor(op, x, "input")
     mult, shift = quantize_multiplier(float(x.quant.scale[0]) / float(y.quant.scale[0]))
-    identity = (mult, shift) == (1 << 30, 1)
+    identity = (mult, shift) == (1 << 30, 1) and x.dtype != "int32"
+    if x.dtype == "int32":   # x - zp wraps as TFLM's int32 subtraction does, without overflow
+        src = f"(int32_t)((uint32_t)in0[i] - (uint32_t)({x.zero_point}))" if x.zero_point else "in0[i]"
+    else:
+        src = f"(int32_t)in0[i]{_signed(-x.zero_point)}"
     body = render("kernels/requantize.c.j2", n=x.size, ctype=y.ctype, identity=identity,
-                  mult=mult, shift=shift, in_off=_signed(-x.zero_point), out_off=_signed(y.zero_point),
+                  mult=mult, shift=shift, src=src, out_off=_signed(y.zero_point),
                   clamp=y.dtype != "int32", lo=qmin, hi=qmax)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id],
                    helpers=set() if identity else {"requant"})

@@ -1,4 +1,4 @@
-"""REDUCE_MAX, REDUCE_MIN, SUM over constant axes; ARG_MAX / ARG_MIN along one constant axis;
+"""REDUCE_MAX, REDUCE_MIN, REDUCE_ALL, SUM over constant axes; ARG_MAX / ARG_MIN along one constant axis;
 CUMSUM (exclusive / reverse) along one constant axis.
 
 Every reduction is specialised at compile time: size-1 dims are dropped and runs of adjacent
@@ -9,6 +9,7 @@ are accumulated in the same order).
 TFLM semantics (checked against the oracle):
 - REDUCE_MAX / REDUCE_MIN: float32 and int8; int8 requires the output to carry the input's
   scale and zero point (TFLM refuses otherwise), so raw values are compared.
+- REDUCE_ALL: bool only (TFLM's one type): true unless some reduced element is false.
 - SUM: float32, int8 and int16. Integers sum the raw values in int32, then
   (sum - zp_in * count) is requantized by scale_in / scale_out (TFLite's
   MultiplyByQuantizedMultiplier, multiplier from double), + zp_out, clamped to the type.
@@ -144,6 +145,20 @@ def _lower_minmax(op, g, ctx, cmp):
         init = ["int8_t acc = -128;" if cmp == ">" else "int8_t acc = 127;"]
         ctype = "int8_t"
     body = _reduce_c(ctype, kept, reduced, init, [f"acc = v {cmp} acc ? v : acc;"], ["OUT = acc;"])
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id])
+
+
+@kernel("REDUCE_ALL", dtypes=("bool",))
+def lower_reduce_all(op, g, ctx):
+    what = f"REDUCE_ALL (op {op.index})"
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    axes = _axes(op, g, len(x.shape), what)
+    _out_shape_ok(x, y, axes, what)
+    if y.dtype != "bool":
+        raise EerieError(f"{what}: output {y.dtype}, expected bool")
+    kept, reduced = _nest(list(x.shape), axes)
+    body = _reduce_c("uint8_t", kept, reduced, ["uint8_t acc = 1;"],
+                     ["acc = (uint8_t)(acc & (v != 0));"], ["OUT = acc;"])
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])
 
 

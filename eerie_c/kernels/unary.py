@@ -1,5 +1,5 @@
 """Elementwise unary ops: ABS, NEG, SQUARE, EXP, LOG, SQRT, RSQRT, ELU, HARD_SWISH, LEAKY_RELU,
-FLOOR, CEIL, ROUND and CAST.
+FLOOR, CEIL, ROUND, SIN, COS and CAST.
 
 What TFLM runs, and so what is registered here:
 - float32 for all of them (TFLM's reference formulas; ROUND is round-half-to-even, ELU uses
@@ -9,9 +9,11 @@ What TFLM runs, and so what is registered here:
   (or, for ELU, float) algorithm in Python; the C is one load per element.
 - int16 for ABS (zero points 0; plain |x| when unquantized) and LEAKY_RELU, computed per
   element with the shared requantization helper.
-- NEG, SQUARE, EXP, LOG, SQRT, FLOOR, CEIL and ROUND are float32-only in TFLM.
-- CAST between int8, int16, int32, float32 and bool (C conversions: float to integer
-  truncates toward zero, integer narrowing wraps, anything to bool is != 0).
+- NEG, SQUARE, EXP, LOG, SQRT, FLOOR, CEIL, ROUND, SIN and COS are float32-only in TFLM
+  (SIN / COS: sinf / cosf, as TFLM's std::sin / std::cos on a float).
+- CAST between int8, int16, int32, uint32, float32 and bool (C conversions: float to integer
+  truncates toward zero, integer narrowing wraps, anything to bool is != 0; float to uint32
+  truncates in 64 bits and keeps the low 32, so negative values wrap as on TFLM's x86 build).
 """
 from __future__ import annotations
 
@@ -50,6 +52,8 @@ FLOAT_EXPR = {
     "RSQRT": "1.0f / sqrtf(x)",
     "FLOOR": "floorf(x)",
     "CEIL": "ceilf(x)",
+    "SIN": "sinf(x)",
+    "COS": "cosf(x)",
     "ELU": "x < 0.0f ? expm1f(x) : x",
 }
 
@@ -303,6 +307,7 @@ UNARY_DTYPES = {
     "LEAKY_RELU": ("float32", "int8", "int16"),
     "NEG": ("float32",), "SQUARE": ("float32",), "EXP": ("float32",), "LOG": ("float32",),
     "SQRT": ("float32",), "FLOOR": ("float32",), "CEIL": ("float32",), "ROUND": ("float32",),
+    "SIN": ("float32",), "COS": ("float32",),
 }
 for _kind, _dtypes in UNARY_DTYPES.items():
     kernel(_kind, dtypes=_dtypes)(_lower_unary)
@@ -320,6 +325,10 @@ def cast_expr(src: str, dst: str) -> str:
         return "(uint8_t)(in0[i] != 0)"
     if src == "float32" and dst in ("int8", "int16"):
         return f"({_CT[dst]})(int32_t)in0[i]"     # truncate toward zero, then narrow
+    if src == "float32" and dst == "uint32":
+        # truncate toward zero in 64 bits, keep the low 32 (a negative value wraps, as TFLM's
+        # static_cast gives on x86; C leaves a direct conversion of it undefined)
+        return "(uint32_t)(int64_t)in0[i]"
     return f"({_CT[dst]})in0[i]"
 
 

@@ -1,4 +1,4 @@
-"""RELU / RELU6 (vs TFLM) and RELU_N1_TO_1 (no TFLM kernel: vs TFLite's reference kernels),
+"""RELU / RELU6 (vs TFLM; int8, int16, float32) and RELU_N1_TO_1 (no TFLM kernel: vs TFLite's reference kernels),
 int8 over every input value with equal and different in/out quantization, and float32."""
 import numpy as np
 import pytest
@@ -15,10 +15,10 @@ NARROW = [(0.1, 20), (0.02, -100)]         # output saturates early
 
 def act_model(kind, dtype, shape, quant=None):
     mb = ModelBuilder()
-    if dtype == "int8":
+    if dtype in ("int8", "int16"):
         (si, zi), (so, zo) = quant
-        x = mb.input(shape, "int8", scale=si, zero_point=zi)
-        y = mb.tensor(shape, "int8", scale=so, zero_point=zo)
+        x = mb.input(shape, dtype, scale=si, zero_point=zi)
+        y = mb.tensor(shape, dtype, scale=so, zero_point=zo)
     else:
         x = mb.input(shape, "float32")
         y = mb.tensor(shape, "float32")
@@ -74,3 +74,13 @@ def test_relu_n1_to_1_float(tmp_path):
     x = random_inputs([4, 9], "float32", 3, scale=2.0)
     got, _ = eerie_run(model, [x], tmp_path)
     np.testing.assert_array_equal(got[0], tflite_ref_run(model, x))
+
+
+@pytest.mark.parametrize("kind,quant", [("RELU", [(0.001, 0), (0.001, 0)]), ("RELU", [(0.001, 0), (0.0007, 0)]),
+                                        ("RELU", [(0.0004, 0), (0.002, 0)]),
+                                        ("RELU6", [(0.0003, 0), (0.001, 0)]), ("RELU6", [(0.0002, 7), (0.0002, 7)])])
+def test_int16(tmp_path, kind, quant):
+    """int16 RELU (zero points 0, rescaled) and RELU6 (a clamp in the input's quantization)."""
+    x = np.concatenate([np.arange(-32768, 32768, 97), [-32768, 32767, 0, 1, -1]]).astype(np.int16)
+    x = np.stack([x, x[::-1]]).reshape(2, 1, -1)
+    assert_matches_tflm(act_model(kind, "int16", list(x.shape[1:]), quant), [x], tmp_path)

@@ -1,7 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM vs TFLM: multi-step sequences over several consecutive
 invocations (the hidden and cell states are variable tensors carried from one inference to the
 next, in both the host harness and tflm_run), time-major and batch-major, cell clip, tanh or
-sigmoid cell gate; float32 and TFLM's int8 (8x8->16) integer scheme, bit-exact."""
+sigmoid cell gate; float32 and TFLM's int8 (8x8->16) and int16 (16x8->16) integer schemes,
+bit-exact."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,9 @@ def lstm_model(dtype="float32", batch=1, steps=3, depth=4, units=5, time_major=F
     mb = ModelBuilder()
     shape = [steps, batch, depth] if time_major else [batch, steps, depth]
     out_shape = shape[:2] + [units]
-    q = dtype == "int8"
+    q = dtype in ("int8", "int16")
+    if dtype == "int16":            # TFLM's 16x8 scheme: symmetric activations, int64 biases
+        in_q, h_q = (in_q[0] / 200, 0), (h_q[0] / 200, 0)
     x = mb.input(shape, dtype, **(dict(scale=in_q[0], zero_point=in_q[1]) if q else {}))
 
     def weights(rows, cols, gain):
@@ -29,6 +32,9 @@ def lstm_model(dtype="float32", batch=1, steps=3, depth=4, units=5, time_major=F
         return mb.const(rng.standard_normal((rows, cols)) * gain, "float32")
 
     def bias(k):
+        if dtype == "int16":
+            return mb.const(rng.integers(-600000, 600000, units), "int64", scale=in_q[0] * w_scale,
+                            zero_point=0)
         if q:
             return mb.const(rng.integers(-3000, 3000, units), "int32", scale=in_q[0] * w_scale, zero_point=0)
         return mb.const(rng.standard_normal(units) * 0.3 + (1.0 if k == 1 else 0.0), "float32")
@@ -94,3 +100,18 @@ def test_lstm_builds_for_cortex_m(tmp_path, cross_cc):
     r = compile_model(p, target="cortex-m4")
     assert r.report["state_bytes"] == 2 * 5 + 2 * 5 * 2      # int8 hidden + int16 cell
     assert "void lstm8_reset_state(void)" in r.files["lstm8.c"]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(time_major=True, batch=2, steps=4),
+    dict(clip=0.25, steps=5, cell_scale=2.0 ** -12),
+    dict(act=SIGMOID, units=2, cell_scale=2.0 ** -9),
+], ids=["basic", "time-major-batch2", "cell-clip", "sigmoid-cell-p9"])
+def test_lstm_int16(kw, tmp_path):
+    """TFLM's 16x8 LSTM: int16 activations and states (zero points 0), int8 weights, int64
+    biases, 64-bit gate sums."""
+    model, shape = lstm_model("int16", **kw)
+    xs = random_inputs(shape, "int16", 4, seed=5)
+    got, ref = assert_matches_tflm(model, [xs], tmp_path)
+    assert len(np.unique(ref[0])) > 8   # not saturated

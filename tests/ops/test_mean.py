@@ -17,10 +17,10 @@ def reduced_shape(shape, axes, keep):
 def mean_model(dtype, shape, axes, keep, qin=(0.05, -3), qout=None):
     mb = ModelBuilder()
     oshape = reduced_shape(shape, axes, keep)
-    if dtype == "int8":
+    if dtype in ("int8", "int16"):
         qout = qout or qin
-        x = mb.input(shape, "int8", scale=qin[0], zero_point=qin[1])
-        y = mb.tensor(oshape, "int8", scale=qout[0], zero_point=qout[1])
+        x = mb.input(shape, dtype, scale=qin[0], zero_point=qin[1])
+        y = mb.tensor(oshape, dtype, scale=qout[0], zero_point=qout[1])
     else:
         x = mb.input(shape, "float32")
         y = mb.tensor(oshape, "float32")
@@ -81,3 +81,13 @@ def test_mean_int8_same_quant_still_requantizes(tmp_path):
     x = np.array([[-1, -1, -1, 0], [1, 1, 1, 0], [-128, -128, -128, -127]], np.int8).reshape(3, 1, 2, 2, 1)
     got, _ = assert_matches_tflm(model, [x], tmp_path)
     assert got[0].reshape(-1).tolist() == [0, 1, -128]
+
+
+@pytest.mark.parametrize("case,quant", [(0, ((0.001, 0), None)), (3, ((0.001, 0), (0.0004, 0))),
+                                        (10, ((0.002, 0), (0.003, 0))), (12, ((0.001, 5), (0.002, -9)))])
+def test_mean_int16(tmp_path, case, quant):
+    """int16: TFLM's int8 path (QuantizedMeanOrSum) on int16 values, full-range inputs."""
+    shape, axes = CASES[case]
+    qin, qout = quant
+    assert_matches_tflm(mean_model("int16", shape, axes, True, qin, qout),
+                        [random_inputs(shape, "int16", 3, seed=case)], tmp_path)

@@ -18,10 +18,10 @@ def pool_model(kind, dtype, shape, filt, stride, padding, act="NONE", qin=(0.05,
     n, h, w, c = shape
     oshape = [n, out_size(padding, h, filt[0], stride[0]), out_size(padding, w, filt[1], stride[1]), c]
     mb = ModelBuilder()
-    if dtype == "int8":
+    if dtype in ("int8", "int16"):
         qout = qout or qin
-        x = mb.input(shape, "int8", scale=qin[0], zero_point=qin[1])
-        y = mb.tensor(oshape, "int8", scale=qout[0], zero_point=qout[1])
+        x = mb.input(shape, dtype, scale=qin[0], zero_point=qin[1])
+        y = mb.tensor(oshape, dtype, scale=qout[0], zero_point=qout[1])
     else:
         x = mb.input(shape, "float32")
         y = mb.tensor(oshape, "float32")
@@ -77,3 +77,20 @@ def test_pool_int8_requires_same_quantization(tmp_path):
     p.write_bytes(model)
     with pytest.raises(EerieError, match="same quantization"):
         compile_model(p)
+
+
+@pytest.mark.parametrize("geo,act", [(1, "NONE"), (2, "RELU6"), (5, "NONE"), (3, "RELU_N1_TO_1")])
+def test_l2_pool_float(tmp_path, geo, act):
+    """L2_POOL_2D (float32 only in TFLM): sqrt of the mean square over the clipped window."""
+    shape, filt, stride, padding = GEOMETRIES[geo]
+    model = pool_model("L2_POOL_2D", "float32", shape, filt, stride, padding, act)
+    assert_matches_tflm(model, [random_inputs(shape, "float32", 3, seed=geo, scale=3.0)], tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+@pytest.mark.parametrize("geo,act", [(1, "NONE"), (2, "RELU"), (5, "RELU6")])
+def test_pool_int16(tmp_path, kind, geo, act):
+    """int16 (TFLM's 16x8 models): the int8 arithmetic on int16 values, full-range inputs."""
+    shape, filt, stride, padding = GEOMETRIES[geo]
+    model = pool_model(kind, "int16", shape, filt, stride, padding, act, qin=(0.0005, 0))
+    assert_matches_tflm(model, [random_inputs(shape, "int16", 3, seed=geo)], tmp_path)

@@ -88,3 +88,20 @@ def test_prelu_5d_6d_broadcast(tmp_path):
             assert_float_close(g, r, what=label)
         else:
             np.testing.assert_array_equal(g, r, err_msg=label)
+
+
+@pytest.mark.parametrize("const_alpha", [True, False])
+def test_prelu_int16(tmp_path, const_alpha):
+    """int16 input and output with an int8 alpha (TFLM's rule), per-channel broadcast."""
+    mb = ModelBuilder()
+    x = mb.input([2, 3, 4, 5], "int16", scale=0.0005, zero_point=0)
+    alpha = np.random.default_rng(2).integers(-128, 128, (5,)).astype(np.int8)
+    q = dict(scale=0.01, zero_point=3)
+    a = mb.const(alpha, "int8", **q) if const_alpha else mb.input([5], "int8", **q)
+    y = mb.tensor([2, 3, 4, 5], "int16", scale=0.0004, zero_point=0)
+    mb.op("PRELU", [x, a], [y])
+    mb.output(y)
+    feeds = [random_inputs([2, 3, 4, 5], "int16", 3, seed=5)]
+    if not const_alpha:
+        feeds.append(np.stack([alpha] * 3))
+    assert_matches_tflm(mb.build(), feeds, tmp_path)

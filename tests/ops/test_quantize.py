@@ -173,3 +173,17 @@ def test_quantize_dequantize_roundtrip(tmp_path):
     xs = random_inputs([3, 17], "float32", 3, seed=7)
     got, ref = assert_matches_tflm(model, [xs], tmp_path)
     np.testing.assert_array_equal(got[0], ref[0])
+
+
+def test_requantize_int32_int8_int16(tmp_path):
+    """int32 -> int8 / int16 (TFLM's requantization of an accumulator): rescale down and up,
+    equal scales, non-zero zero points, saturation and the int32 extremes (x - zp and the
+    multiplier's left shift wrap as TFLM's int32 arithmetic does)."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.integers(-3000, 3000, 200), rng.integers(-2 ** 31, 2 ** 31, 40),
+                        [-2 ** 31, 2 ** 31 - 1, 0, 1, -1, 2 ** 30, -2 ** 30, 2 ** 30 - 1]])
+    x = x.astype(np.int32).reshape(1, -1)
+    model = fan_out("QUANTIZE", x.shape[1], "int32", [(0.001, 0), (0.0002, 37)], [
+        (0, "int8", (0.05, -4)), (0, "int8", (0.001, 3)), (1, "int8", (0.0001, 0)),
+        (0, "int16", (0.0013, 0)), (1, "int16", (0.0002, 0)), (1, "int16", (0.00005, -9))])
+    assert_matches_tflm(model, [x, x[:, ::-1].copy()], tmp_path)

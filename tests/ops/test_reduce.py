@@ -1,4 +1,4 @@
-"""REDUCE_MAX / REDUCE_MIN (float32, int8), SUM (float32, int8 and int16 requantized),
+"""REDUCE_MAX / REDUCE_MIN (float32, int8), REDUCE_ALL (bool), SUM (float32, int8 and int16 requantized),
 ARG_MAX / ARG_MIN (float32, int8 -> int32, ties), CUMSUM (float32, int8; exclusive, reverse)
 vs TFLM, over several axes sets, keep_dims on and off, negative axes."""
 import numpy as np
@@ -110,3 +110,12 @@ def test_cumsum_int8_requantization(tmp_path, qout):
     xs = random_inputs(shape, "int8", 3, seed=5)
     xs[1] = 127
     assert_matches_tflm(cumsum_model("int8", shape, 1, False, False, qout), [xs], tmp_path)
+
+
+@pytest.mark.parametrize("case", [AXES[0], AXES[2], AXES[3], AXES[4]])
+def test_reduce_all(tmp_path, case):
+    """REDUCE_ALL (bool, TFLM's one type): mostly-true inputs so both results occur."""
+    shape, axes, keep = case
+    xs = np.random.default_rng(2).random((3, *shape)) > 0.08
+    xs[0] = True
+    assert_matches_tflm(reduce_model("REDUCE_ALL", "bool", shape, axes, keep), [xs], tmp_path)

@@ -80,7 +80,7 @@ def test_int16_abs_and_leaky_relu(tmp_path):
 
 
 FLOAT_KINDS = ["ABS", "NEG", "SQUARE", "EXP", "LOG", "SQRT", "RSQRT", "ELU", "HARD_SWISH",
-               "FLOOR", "CEIL", "ROUND"]
+               "FLOOR", "CEIL", "ROUND", "SIN", "COS"]
 
 
 @pytest.mark.parametrize("kind", FLOAT_KINDS)
@@ -115,7 +115,7 @@ def test_float_only_ops_reject_int8(tmp_path):
         eerie_run(model, [random_inputs([4], "int8", 1)], tmp_path)
 
 
-CAST_TYPES = ["int8", "int16", "int32", "float32", "bool"]
+CAST_TYPES = ["int8", "int16", "int32", "uint32", "float32", "bool"]
 
 
 def _cast_inputs(dtype, n=40):
@@ -134,10 +134,12 @@ def _cast_inputs(dtype, n=40):
 
 @pytest.mark.parametrize("src", CAST_TYPES)
 def test_cast(tmp_path, src):
-    xs = _cast_inputs(src)
     for dst in CAST_TYPES:
+        xs = _cast_inputs(src)
         if src == "float32" and dst in ("int8", "int16"):
             xs = np.clip(xs, -128, 127)      # out-of-range float -> int is undefined in C and C++
+        if src == "float32" and dst == "uint32":
+            xs = np.abs(xs)                  # so is a negative float -> uint32
         assert_matches_tflm(unary_model("CAST", [40], src, out_dtype=dst), [xs], tmp_path)
 
 

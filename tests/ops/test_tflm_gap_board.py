@@ -1,0 +1,104 @@
+"""The operators added to close the gap with TFLM's registrations (issue 16), all in one model,
+built once as firmware for mps2-an386 (Cortex-M4F) and run in QEMU: every output matches the
+tflite-micro runtime (ints bit-exact, floats to rounding; newlib's sinf / cosf on the board).
+Fails, never skips, without the cross toolchain and QEMU (like tests/boards)."""
+import numpy as np
+
+from conftest import assert_float_close, eerie_run, random_inputs, tflm_run
+from tflite_builder import PAD, ModelBuilder
+
+Q8 = dict(scale=0.05, zero_point=-6)
+
+
+def gap_model():
+    """(model, feeds for 2 inferences, label per output)."""
+    mb = ModelBuilder()
+    rng = np.random.default_rng(7)
+    feeds, labels = [], []
+
+    def inp(shape, dtype, values, **q):
+        feeds.append(values)
+        return mb.input(shape, dtype, **q)
+
+    def out(t, label):
+        mb.output(t)
+        labels.append(label)
+
+    f = inp([2, 3, 5], "float32", rng.uniform(-6, 6, (2, 2, 3, 5)).astype(np.float32))
+    d = inp([5], "float32", (rng.uniform(0.5, 3, (2, 5)) * rng.choice([-1, 1], (2, 5))).astype(np.float32))
+    for kind, ins in (("SIN", [f]), ("COS", [f]), ("FLOOR_DIV", [f, d]), ("FLOOR_MOD", [f, d])):
+        y = mb.tensor([2, 3, 5], "float32")
+        mb.op(kind, ins, [y])
+        out(y, kind)
+    img = inp([2, 5, 6, 3], "float32", random_inputs([2, 5, 6, 3], "float32", 2, seed=1))
+    y = mb.tensor([2, 3, 3, 3], "float32")
+    mb.op("L2_POOL_2D", [img], [y], "Pool2DOptions", padding=PAD["SAME"], strideH=2, strideW=2,
+          filterHeight=3, filterWidth=2)
+    out(y, "L2_POOL_2D")
+    acc = inp([40], "int32", rng.integers(-200000, 200000, (2, 40)).astype(np.int32),
+              scale=0.0004, zero_point=0)
+    for dt, q in (("int8", Q8), ("int16", dict(scale=0.002, zero_point=0))):
+        y = mb.tensor([40], dt, **q)
+        mb.op("QUANTIZE", [acc], [y])
+        out(y, f"QUANTIZE int32->{dt}")
+    y = mb.tensor([3], "int32")
+    mb.op("SHAPE", [f], [y], "ShapeOptions", outType=2)
+    out(y, "SHAPE")
+    s1 = inp([4], "int32", np.array([[2, 1, 5, 1], [1, 3, 1, 1]], np.int32))
+    s2 = inp([2], "int32", np.array([[1, 7], [6, 1]], np.int32))
+    y = mb.tensor([4], "int32")
+    mb.op("BROADCAST_ARGS", [s1, s2], [y])
+    out(y, "BROADCAST_ARGS")
+    x8 = inp([3, 4, 2], "int8", random_inputs([3, 4, 2], "int8", 2, seed=2), **Q8)
+    y = mb.tensor([3, 4, 2], "int8", **Q8)
+    mb.op("REVERSE_V2", [x8, mb.const(np.array([1, 2], np.int32), "int32")], [y], "ReverseV2Options")
+    out(y, "REVERSE_V2")
+    y8 = inp([3, 4, 2], "int8", random_inputs([3, 4, 2], "int8", 2, seed=3), **Q8)
+    y = mb.tensor([3, 4, 2], "int8", **dict(scale=0.11, zero_point=4))
+    mb.op("ADD_N", [x8, y8, x8], [y], "AddNOptions")
+    out(y, "ADD_N int8")
+    y = mb.tensor([2, 3, 5], "float32")
+    mb.op("ADD_N", [f, f, f], [y], "AddNOptions")
+    out(y, "ADD_N float32")
+    ids = inp([4], "int32", np.array([[0, 5, 2, 5], [1, 1, 4, 3]], np.int32))
+    table = mb.const(rng.integers(-128, 128, (6, 3)).astype(np.int8), "int8", scale=0.02, zero_point=0)
+    for dt, q in (("int8", dict(scale=0.02, zero_point=0)), ("float32", {})):
+        y = mb.tensor([4, 3], dt, **q)
+        mb.op("EMBEDDING_LOOKUP", [ids, table], [y])
+        out(y, f"EMBEDDING_LOOKUP int8->{dt}")
+    b = inp([3, 4], "bool", rng.random((2, 3, 4)) > 0.2)
+    y = mb.tensor([3], "bool")
+    mb.op("REDUCE_ALL", [b, mb.const(np.array([1], np.int32), "int32")], [y], "ReducerOptions")
+    out(y, "REDUCE_ALL")
+    upd = inp([2, 2], "int8", random_inputs([2, 2], "int8", 2, seed=4), **Q8)
+    start = inp([2], "int32", np.array([[1, 3], [-2, 1]], np.int32))
+    base = inp([3, 4], "int8", random_inputs([3, 4], "int8", 2, seed=5), **Q8)
+    y = mb.tensor([3, 4], "int8", **Q8)
+    mb.op("DYNAMIC_UPDATE_SLICE", [base, upd, start], [y])
+    out(y, "DYNAMIC_UPDATE_SLICE")
+    # regular NMS writes every output slot (fast NMS leaves some as the arena held them)
+    enc = inp([1, 12, 4], "float32", (rng.standard_normal((2, 1, 12, 4)) * 0.5).astype(np.float32))
+    sc = inp([1, 12, 3], "float32", rng.random((2, 1, 12, 3)).astype(np.float32))
+    grid = np.stack(np.meshgrid(np.linspace(0.2, 0.8, 3), np.linspace(0.2, 0.8, 4), indexing="ij"), -1)
+    anchors = np.concatenate([grid.reshape(12, 2), np.full((12, 2), 0.3)], 1).astype(np.float32)
+    dets = [mb.tensor(s, "float32") for s in ([1, 5, 4], [1, 5], [1, 5], [1])]
+    mb.custom_op("TFLite_Detection_PostProcess", [enc, sc, mb.const(anchors, "float32")], dets,
+                 dict(max_detections=5, max_classes_per_detection=1, detections_per_class=3,
+                      use_regular_nms=True, nms_score_threshold=0.2, nms_iou_threshold=0.5,
+                      num_classes=2, y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0))
+    for t, label in zip(dets, ("boxes", "classes", "scores", "count")):
+        out(t, f"TFLite_Detection_PostProcess {label}")
+    return mb.build(), feeds, labels
+
+
+def test_gap_ops_on_board(tmp_path, board_tools):
+    model, feeds, labels = gap_model()
+    ref = tflm_run(model, feeds)
+    got, report = eerie_run(model, feeds, tmp_path, board="mps2-an386")
+    assert report["board"] == "mps2-an386"
+    for g, r, label in zip(got, ref, labels):
+        assert g.shape == r.shape and g.dtype == r.dtype, label
+        if np.issubdtype(r.dtype, np.floating):
+            assert_float_close(g, r, what=label)
+        else:
+            np.testing.assert_array_equal(g, r, err_msg=label)
