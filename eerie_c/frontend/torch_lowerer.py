@@ -113,6 +113,7 @@ def registered_lowerings() -> dict:
     """LOWERINGS with every module that registers lowerings imported."""
     from . import (torch_batch, torch_lower_elementwise, torch_lower_nn,  # noqa: F401
                    torch_lower_pool, torch_lower_pow, torch_lower_quant, torch_lower_reduce, torch_lower_shape)
+    from . import torch_lower_any, torch_lower_norm, torch_lower_resize  # noqa: F401
     return LOWERINGS
 
 

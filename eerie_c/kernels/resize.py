@@ -14,6 +14,12 @@ at compile time:
   ((1024 * H_in + H_out / 2) / H_out, or the align_corners form), input_y in Q10, the four
   products summed (they fit int32: |sum| < 2^30 for int8), then divided by 2^20 rounding half
   away from zero. Raw values, no requantization (TFLM copies the quantization through).
+
+Frontends whose coordinate rule is none of TFLite's (PyTorch's `scale_factor` that is not
+H_out / H_in) pass the per-axis tables themselves: attrs `src_rows` / `src_cols` (source index
+of each output row / column) for nearest, `rows` / `cols` (one [lo, hi, frac] per output row /
+column, frac the weight of `hi`) for bilinear; int8 bilinear then uses round(frac * 1024) as
+its Q10 weight.
 """
 from __future__ import annotations
 
@@ -76,11 +82,31 @@ def lower_resize_nearest(op, g, ctx):
     what = f"RESIZE_NEAREST_NEIGHBOR (op {op.index})"
     x, y, ac, hp = _common(op, g, what)
     b, h, w, c = x.shape
-    rows = nearest_index(h, y.shape[1], ac, hp)
-    cols = nearest_index(w, y.shape[2], ac, hp)
+    rows = op.attrs.get("src_rows") or nearest_index(h, y.shape[1], ac, hp)
+    cols = op.attrs.get("src_cols") or nearest_index(w, y.shape[2], ac, hp)
+    _check_table(rows, y.shape[1], h, what)
+    _check_table(cols, y.shape[2], w, what)
     idx = flat_index(x.shape)[:, rows][:, :, cols]
     return Lowered(body=copy_body(idx, ctx, "in0", "out0", "nn"), inputs=[x.id], outputs=[y.id],
                    comment=f"RESIZE_NEAREST_NEIGHBOR {op.name}".replace("*/", ""))
+
+
+def _check_table(idx, n_out, n_in, what):
+    """An explicit table must index the input: it comes from an attribute, not from us."""
+    if len(idx) != n_out or any(not 0 <= int(i) < n_in for i in idx):
+        raise EerieError(f"{what}: source table {list(idx)} does not fit {n_out} outputs from {n_in} inputs")
+
+
+def _explicit(table, n_out, n_in, q10, what):
+    """(lo, hi, frac) lists from an explicit [lo, hi, frac] per output."""
+    lo, hi, frac = [int(t[0]) for t in table], [int(t[1]) for t in table], [t[2] for t in table]
+    _check_table(lo, n_out, n_in, what)
+    _check_table(hi, n_out, n_in, what)
+    if q10:
+        frac = [int(np.round(np.float64(f) * 1024)) for f in frac]
+    else:
+        frac = [np.float32(f) for f in frac]
+    return lo, hi, frac
 
 
 def _bilinear_f32(n_in, n_out, align, half):
@@ -131,12 +157,18 @@ def lower_resize_bilinear(op, g, ctx):
     if x.dtype == "float32":
         y0, y1, fy = _bilinear_f32(h, oh, ac, hp)
         x0, x1, fx = _bilinear_f32(w, ow, ac, hp)
+        if op.attrs.get("rows"):
+            y0, y1, fy = _explicit(op.attrs["rows"], oh, h, False, what)
+            x0, x1, fx = _explicit(op.attrs["cols"], ow, w, False, what)
         wtype, wname = "float", "f"
         fy_a = np.array(fy, np.float32)
         fx_a = np.array(fx, np.float32)
     else:
         y0, y1, fy = _bilinear_q10(h, oh, ac, hp)
         x0, x1, fx = _bilinear_q10(w, ow, ac, hp)
+        if op.attrs.get("rows"):
+            y0, y1, fy = _explicit(op.attrs["rows"], oh, h, True, what)
+            x0, x1, fx = _explicit(op.attrs["cols"], ow, w, True, what)
         wtype, wname = "int32_t", "q10"
         fy_a = np.array(fy, np.int32)
         fx_a = np.array(fx, np.int32)
