@@ -161,3 +161,27 @@ def test_any_all():
     check(AnyAll(), torch.rand(4, 3), n=4)
     g = eerie_c.compile(AnyAll().eval(), (torch.rand(4, 3),)).graph
     assert sum(op.kind in ("REDUCE_MAX", "REDUCE_MIN") for op in g.ops) == 4
+
+
+class Mixed(nn.Module):
+    """Every lowering of this file in one program, for the board: torch's own tables (nearest
+    and bilinear at scale 1.7 / 1.5), align_corners, group_norm, layer_norm, any."""
+
+    def __init__(self):
+        super().__init__()
+        self.gn, self.ln = GroupNorm(2, 4, True), LayerNorm((9,), True)
+
+    def forward(self, x):                                      # x [1, 4, 5, 6]
+        a = F.interpolate(x, scale_factor=1.7, mode="nearest")          # [1, 4, 8, 10]
+        b = F.interpolate(x, scale_factor=1.5, mode="bilinear")         # [1, 4, 7, 9]
+        c = F.interpolate(x, size=(8, 10), mode="bilinear", align_corners=True)
+        d = self.ln(self.gn(b))
+        e = (x > 1.0).any(dim=1, keepdim=True).float()
+        return a + c, d, x * e
+
+
+@pytest.mark.usefixtures("board_tools")
+def test_on_board():
+    from test_torch_boards import on_board
+    torch.manual_seed(7)
+    on_board(Mixed(), torch.randn(3, 1, 4, 5, 6).numpy(), (torch.randn(1, 4, 5, 6),))
