@@ -29,6 +29,7 @@ from ..emit.c import c_float
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._copyplan import copy_body, flat_index
+from ._quant import quantize_multiplier
 
 
 def _size(op, g, what):
@@ -201,9 +202,29 @@ def lower_resize_bilinear(op, g, ctx):
         lines += ["                /* Q10 weights: the four products sum to value * 2^20 */",
                   "                const int32_t s = top[l + k] * (1024 - dy) * (1024 - dx) + "
                   "bot[l + k] * dy * (1024 - dx) +",
-                  "                                  top[r + k] * (1024 - dy) * dx + bot[r + k] * dy * dx;",
-                  "                out0[o++] = (int8_t)((s + (s > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));"]
+                  "                                  top[r + k] * (1024 - dy) * dx + bot[r + k] * dy * dx;"]
+        lines += _int8_store(op, x, y, what)
     lines += ["            }", "        }", "    }", "}"]
-    return Lowered(body="\n".join(lines) + "\n", inputs=[x.id], outputs=[y.id],
+    helpers = {"requant"} if x.dtype == "int8" and op.attrs.get("rescale") else set()
+    return Lowered(body="\n".join(lines) + "\n", inputs=[x.id], outputs=[y.id], helpers=helpers,
                    comment=f"RESIZE_BILINEAR {op.name} align_corners {int(ac)} half_pixel "
                            f"{int(hp)}".replace("*/", ""))
+
+
+def _int8_store(op, x, y, what) -> list[str]:
+    """The C storing the Q20 sum `s`: TFLM's raw rounding, or (attr `rescale`) one
+    requantization to the output's parameters."""
+    ind = " " * 16
+    if not op.attrs.get("rescale"):
+        return [f"{ind}out0[o++] = (int8_t)((s + (s > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));"]
+    if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
+        raise EerieError(f"{what}: rescaling needs per-tensor quantization of input and output")
+    mult, shift = quantize_multiplier(float(np.float32(x.scale)) / float(np.float32(y.scale)))
+    shift -= 20   # the sum is value * 2^20
+    if shift < -31:
+        raise EerieError(f"{what}: output scale over {2 ** 11}x the input's cannot be rescaled")
+    return [f"{ind}int32_t v = eerie_requantize(s - {int(x.zero_point) * (1 << 20)}, {mult}, {shift}) + "
+            f"{int(y.zero_point)};",
+            f"{ind}v = v < -128 ? -128 : v;",
+            f"{ind}v = v > 127 ? 127 : v;",
+            f"{ind}out0[o++] = (int8_t)v;"]
