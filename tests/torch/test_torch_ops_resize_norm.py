@@ -83,6 +83,14 @@ def test_interpolate_bicubic_is_one_line_error():
     assert 'test_torch_ops_resize_norm.py", line 22' in msg
 
 
+def test_check_agrees_with_compile():
+    """eerie_c.check decomposes as compile does: nearest-exact passes, bicubic is named."""
+    x = torch.randn(1, 2, 4, 4)
+    assert eerie_c.check(Interp(mode="nearest-exact", scale_factor=2), (x,)).ok
+    r = eerie_c.check(Interp(mode="bicubic", scale_factor=2), (x,))
+    assert not r.ok and "aten.upsample_bicubic2d" in str(r)
+
+
 class GroupNorm(nn.Module):
     def __init__(self, groups, c, affine):
         super().__init__()
