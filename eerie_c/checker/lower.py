@@ -88,9 +88,10 @@ def _ir_ops(g):
 def _lower(ep, name, max_iterations, col: _Collector):
     """The exported program through eerie-c's frontend; returns the IR graph or None."""
     from ..kernels import REGISTRY, load_all, op_dtype
+    from ..frontend.torch.capture import _decompositions   # compile's table: the same ops kept whole
     try:
         with _quiet():
-            ep = ep.run_decompositions()
+            ep = ep.run_decompositions(_decompositions())
     except Exception as e:
         col.add("other", f"decomposition to the Core ATen opset failed: {_one_line(e)}", None, "eerie-c frontend")
         return None

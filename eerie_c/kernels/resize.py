@@ -14,6 +14,12 @@ at compile time:
   ((1024 * H_in + H_out / 2) / H_out, or the align_corners form), input_y in Q10, the four
   products summed (they fit int32: |sum| < 2^30 for int8), then divided by 2^20 rounding half
   away from zero. Raw values, no requantization (TFLM copies the quantization through).
+
+Frontends whose coordinate rule is none of TFLite's (PyTorch's `scale_factor` that is not
+H_out / H_in) pass the per-axis tables themselves: attrs `src_rows` / `src_cols` (source index
+of each output row / column) for nearest, `rows` / `cols` (one [lo, hi, frac] per output row /
+column, frac the weight of `hi`) for bilinear; int8 bilinear then uses round(frac * 1024) as
+its Q10 weight.
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ from ..templating import c_float
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._copyplan import copy_body, flat_index
+from ._quant import quantize_multiplier
+from ..ir.resize_coords import bilinear_taps, nearest_index
 
 
 def _size(op, g, what):
@@ -47,55 +55,35 @@ def _common(op, g, what):
     return x, y, ac, hp
 
 
-def _f32_scale(n_in, n_out, align):
-    if align and n_out > 1:
-        return np.float32(n_in - 1) / np.float32(n_out - 1)
-    return np.float32(n_in) / np.float32(n_out)
-
-
-def _round_half_away(v: np.float32) -> int:
-    return int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
-
-
-def nearest_index(n_in, n_out, align, half) -> list[int]:
-    scale = _f32_scale(n_in, n_out, align)
-    off = np.float32(0.5) if half else np.float32(0.0)
-    out = []
-    for i in range(n_out):
-        v = np.float32(np.float32(i) + off) * scale
-        k = _round_half_away(v) if align else int(np.floor(v))
-        k = min(k, n_in - 1)
-        if half:
-            k = max(0, k)
-        out.append(k)
-    return out
-
-
 @kernel("RESIZE_NEAREST_NEIGHBOR", dtypes=("float32", "int8", "int16"))
 def lower_resize_nearest(op, g, ctx):
     what = f"RESIZE_NEAREST_NEIGHBOR (op {op.index})"
     x, y, ac, hp = _common(op, g, what)
     b, h, w, c = x.shape
-    rows = nearest_index(h, y.shape[1], ac, hp)
-    cols = nearest_index(w, y.shape[2], ac, hp)
+    rows = op.attrs.get("src_rows") or nearest_index(h, y.shape[1], ac, hp)
+    cols = op.attrs.get("src_cols") or nearest_index(w, y.shape[2], ac, hp)
+    _check_table(rows, y.shape[1], h, what)
+    _check_table(cols, y.shape[2], w, what)
     idx = flat_index(x.shape)[:, rows][:, :, cols]
     return Lowered(body=copy_body(idx, ctx, "in0", "out0", "nn"), inputs=[x.id], outputs=[y.id],
                    comment=f"RESIZE_NEAREST_NEIGHBOR {op.name}".replace("*/", ""))
 
 
-def _bilinear_f32(n_in, n_out, align, half):
-    scale = _f32_scale(n_in, n_out, align)
-    lo, hi, frac = [], [], []
-    for i in range(n_out):
-        if half:
-            v = np.float32(np.float32(np.float32(i) + np.float32(0.5)) * scale) - np.float32(0.5)
-        else:
-            v = np.float32(np.float32(i) * scale)
-        v = np.float32(v)
-        a = max(int(np.floor(v)), 0)
-        lo.append(a)
-        hi.append(min(int(np.ceil(v)), n_in - 1))
-        frac.append(np.float32(v - np.float32(a)))
+def _check_table(idx, n_out, n_in, what):
+    """An explicit table must index the input: it comes from an attribute, not from us."""
+    if len(idx) != n_out or any(not 0 <= int(i) < n_in for i in idx):
+        raise EerieError(f"{what}: source table {list(idx)} does not fit {n_out} outputs from {n_in} inputs")
+
+
+def _explicit(table, n_out, n_in, q10, what):
+    """(lo, hi, frac) lists from an explicit [lo, hi, frac] per output."""
+    lo, hi, frac = [int(t[0]) for t in table], [int(t[1]) for t in table], [t[2] for t in table]
+    _check_table(lo, n_out, n_in, what)
+    _check_table(hi, n_out, n_in, what)
+    if q10:
+        frac = [int(np.round(np.float64(f) * 1024)) for f in frac]
+    else:
+        frac = [np.float32(f) for f in frac]
     return lo, hi, frac
 
 
@@ -129,14 +117,20 @@ def lower_resize_bilinear(op, g, ctx):
     oh, ow = y.shape[1], y.shape[2]
     rs, cs, bs = w * c, c, h * w * c   # input strides of a row, a column, a batch
     if x.dtype == "float32":
-        y0, y1, fy = _bilinear_f32(h, oh, ac, hp)
-        x0, x1, fx = _bilinear_f32(w, ow, ac, hp)
+        y0, y1, fy = bilinear_taps(h, oh, ac, hp)
+        x0, x1, fx = bilinear_taps(w, ow, ac, hp)
+        if op.attrs.get("rows"):
+            y0, y1, fy = _explicit(op.attrs["rows"], oh, h, False, what)
+            x0, x1, fx = _explicit(op.attrs["cols"], ow, w, False, what)
         wtype, wname = "float", "f"
         fy_a = np.array(fy, np.float32)
         fx_a = np.array(fx, np.float32)
     else:
         y0, y1, fy = _bilinear_q10(h, oh, ac, hp)
         x0, x1, fx = _bilinear_q10(w, ow, ac, hp)
+        if op.attrs.get("rows"):
+            y0, y1, fy = _explicit(op.attrs["rows"], oh, h, True, what)
+            x0, x1, fx = _explicit(op.attrs["cols"], ow, w, True, what)
         wtype, wname = "int32_t", "q10"
         fy_a = np.array(fy, np.int32)
         fx_a = np.array(fx, np.int32)
@@ -169,9 +163,29 @@ def lower_resize_bilinear(op, g, ctx):
         lines += ["                /* Q10 weights: the four products sum to value * 2^20 */",
                   "                const int32_t s = top[l + k] * (1024 - dy) * (1024 - dx) + "
                   "bot[l + k] * dy * (1024 - dx) +",
-                  "                                  top[r + k] * (1024 - dy) * dx + bot[r + k] * dy * dx;",
-                  "                out0[o++] = (int8_t)((s + (s > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));"]
+                  "                                  top[r + k] * (1024 - dy) * dx + bot[r + k] * dy * dx;"]
+        lines += _int8_store(op, x, y, what)
     lines += ["            }", "        }", "    }", "}"]
-    return Lowered(body="\n".join(lines) + "\n", inputs=[x.id], outputs=[y.id],
+    helpers = {"requant"} if x.dtype == "int8" and op.attrs.get("rescale") else set()
+    return Lowered(body="\n".join(lines) + "\n", inputs=[x.id], outputs=[y.id], helpers=helpers,
                    comment=f"RESIZE_BILINEAR {op.name} align_corners {int(ac)} half_pixel "
                            f"{int(hp)}".replace("*/", ""))
+
+
+def _int8_store(op, x, y, what) -> list[str]:
+    """The C storing the Q20 sum `s`: TFLM's raw rounding, or (attr `rescale`) one
+    requantization to the output's parameters."""
+    ind = " " * 16
+    if not op.attrs.get("rescale"):
+        return [f"{ind}out0[o++] = (int8_t)((s + (s > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20));"]
+    if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
+        raise EerieError(f"{what}: rescaling needs per-tensor quantization of input and output")
+    mult, shift = quantize_multiplier(float(np.float32(x.scale)) / float(np.float32(y.scale)))
+    shift -= 20   # the sum is value * 2^20
+    if shift < -31:
+        raise EerieError(f"{what}: output scale over {2 ** 11}x the input's cannot be rescaled")
+    return [f"{ind}int32_t v = eerie_requantize(s - {int(x.zero_point) * (1 << 20)}, {mult}, {shift}) + "
+            f"{int(y.zero_point)};",
+            f"{ind}v = v < -128 ? -128 : v;",
+            f"{ind}v = v > 127 ? 127 : v;",
+            f"{ind}out0[o++] = (int8_t)v;"]

@@ -111,6 +111,10 @@ class Folder:
             return None
         pre = []
         x0 = next((t for t in ins if t is not None and not g.t(t).is_const and g.t(t).dtype == "int8"), None)
+        if op.kind == "RESIZE_BILINEAR" and x0 is not None and not self.same_quant(g.t(x0), g.t(out)):
+            # Interpolate then requantize would round twice: the kernel's rescaling form once.
+            attrs["rescale"] = True
+            return pre + [Op(op.kind, ins, [out], attrs, op.name, op.index, op.subgraph, op.regions)]
         need = None
         if op.kind in SAME_QUANT and x0 is not None:
             need = g.t(x0).quant

@@ -70,15 +70,19 @@ def load_torch(model, example_args=None, name: str = "model",
 
 # Ops kept whole instead of decomposed to the Core ATen opset: each has a kernel of its own
 # (HARD_SWISH, int8 included), where its decomposition (x * relu6(x + 3) / 6) would leave a
-# quantized program four float ops with no quantization between them.
-KEEP_WHOLE = ("hardswish",)
+# quantized program four float ops with no quantization between them. nearest-exact
+# upsampling is a RESIZE_NEAREST_NEIGHBOR (torch_lower_resize.py), not a two-tensor index;
+# bicubic has no kernel: kept whole, its error names it rather than an index it became.
+KEEP_WHOLE = ("hardswish", "_upsample_nearest_exact2d", "upsample_bicubic2d")
 
 
 def _decompositions():
     torch = _torch()
     table = torch.export.default_decompositions()
     for name in KEEP_WHOLE:
-        table.pop(getattr(torch.ops.aten, name).default, None)
+        packet = getattr(torch.ops.aten, name)
+        for overload in packet.overloads():   # .default and .vec alike
+            table.pop(getattr(packet, overload), None)
     return table
 
 

@@ -17,8 +17,8 @@ from ...errors import EerieError
 from ...ir import DTYPE_NP, Graph, Op, Tensor
 from ..validate import shape_problem
 # Each of these registers its lowerings on import (the walker needs them all).
-from . import (batch, lower_elementwise, lower_nn, lower_pool, lower_pow,  # noqa: F401
-               lower_quant, lower_reduce, lower_shape)
+from . import (batch, lower_any, lower_elementwise, lower_nn, lower_norm, lower_pool,  # noqa: F401
+               lower_pow, lower_quant, lower_reduce, lower_resize, lower_shape)
 from .batch import check_per_sample, find_dynamic_sizes
 from .control import lower_higher_order
 from .lower_quant import note_const_dequantize
