@@ -88,8 +88,10 @@ def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
     global _early
     job = _Early(_key_of(mp, name, stem))
     _early = job
+    # Not a daemon: if the compile fails meanwhile, the interpreter lets the drawing finish
+    # at exit (a daemon thread killed inside matplotlib's C code aborts the process).
     threading.Thread(target=job.run, args=(json.loads(json.dumps(mp)), name, stem),
-                     name="eerie-picture", daemon=True).start()
+                     name="eerie-picture").start()
 
 
 def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
