@@ -43,7 +43,8 @@ def compile_once(model: Path, board: str, out: Path, repo: Path = REPO) -> tuple
     env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "eerie_c.cli", str(model), "--board", board,
-                        "-o", str(out), "-v"], capture_output=True, text=True, env=env)
+                        "-o", str(out), "-v"], capture_output=True, text=True, env=env,
+                       cwd=out.parent)   # not this checkout: `python -m` puts the cwd first on sys.path
     wall = time.perf_counter() - t
     if p.returncode != 0:
         raise SystemExit(f"compile of {model.name} failed:\n{p.stderr}")
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
     print("| model | wall s | " + " | ".join(cols) + " | other |")
     print("|---|---:|" + "---:|" * (len(cols) + 1))
     for name in args.models:
-        path = Path(name) if name.endswith((".tflite", ".pt2")) else args.models_dir / f"{name}.tflite"
+        path = (Path(name) if name.endswith((".tflite", ".pt2")) else args.models_dir / f"{name}.tflite").resolve()
         best: dict[Path, tuple] = {}
         with tempfile.TemporaryDirectory(prefix="eerie-ctime-") as tmp:
             for k in range(args.repeat):
