@@ -83,7 +83,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
-    if picture:   # drawn in a thread while the verification waits for the target compiler
+    if picture:   # drawn by a child process (another core) during the verification
         from .plan.picture import start_drawing
         start_drawing(report["memory_plan"], name)
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):

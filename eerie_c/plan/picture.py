@@ -11,9 +11,12 @@ pyplot, no global backend or rcParams change for a program that imports eerie_c.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import tempfile
-import threading
 import warnings
+import weakref
 from pathlib import Path
 
 from ..report import printable
@@ -56,21 +59,46 @@ def _layout(mp: dict) -> dict:
 
 
 class _Early:
-    """A drawing made in a background thread (start_drawing), waiting to be written."""
+    """A drawing made by a child process (start_drawing), waiting to be written."""
 
-    def __init__(self, key: str):
-        self.key, self.done = key, threading.Event()
-        self.files: dict[str, bytes] | None = None
-        self.error: BaseException | None = None
+    def __init__(self, key: str, mp: dict, name: str, stem: str):
+        self.key, self.stem = key, stem
+        self.dir = Path(tempfile.mkdtemp(prefix="eerie-pic-"))
+        (self.dir / "request.json").write_text(json.dumps({"mp": mp, "name": name, "stem": stem}))
+        # The child imports eerie_c from the directory this one came from, whatever sys.path
+        # or the working directory would give it.
+        root = str(Path(__file__).resolve().parents[2])
+        code = (f"import sys; sys.path.insert(0, {root!r}); "
+                "from eerie_c.plan.picture import _child; _child(sys.argv[1])")
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        # Also at exit: a compile that fails meanwhile leaves no process or directory behind.
+        self.stop = weakref.finalize(self, _stop, self.proc, self.dir)
 
-    def run(self, mp: dict, name: str, stem: str) -> None:
+    def files(self) -> dict[str, bytes] | None:
+        """The drawing's files (SVG first), or None if the child failed: the caller then
+        draws in this process, which reports the error as it always did."""
         try:
-            with tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
-                self.files = {p.name: p.read_bytes() for p in _draw_files(mp, name, Path(tmp), stem)}
-        except BaseException as e:   # re-raised where the picture is written
-            self.error = e
+            names = [f"{self.stem}.svg", f"{self.stem}.png"]
+            if self.proc.wait() != 0 or not all((self.dir / n).is_file() for n in names):
+                return None
+            return {n: (self.dir / n).read_bytes() for n in names}
         finally:
-            self.done.set()
+            self.stop()
+
+
+def _stop(proc: subprocess.Popen, d: Path) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _child(d: str) -> None:
+    """The child process of start_drawing: draws the request in directory `d` there."""
+    req = json.loads((Path(d) / "request.json").read_text())
+    _draw_files(req["mp"], req["name"], Path(d), req["stem"])
 
 
 _early: _Early | None = None   # the last drawing started; a compile writes one picture
@@ -81,33 +109,28 @@ def _key_of(mp: dict, name: str, stem: str) -> str:
 
 
 def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
-    """Start drawing the picture in a background thread. A compile calls this before its
-    verification, which mostly waits for the target compiler (another process), so the
-    drawing's 0.5-1 s of Python fills that wait. draw_memory_plan with the same plan and
-    name then writes this drawing's bytes (any other plan is drawn afresh)."""
+    """Start drawing the picture in a child process. A compile calls this before its
+    verification: drawing (matplotlib: 0.7-0.9 s of Python) then runs on another core beside
+    the C-source proof, instead of after it. draw_memory_plan with the same plan and name
+    then writes the child's bytes (any other plan is drawn afresh)."""
     global _early
-    job = _Early(_key_of(mp, name, stem))
-    _early = job
-    # Not a daemon: if the compile fails meanwhile, the interpreter lets the drawing finish
-    # at exit (a daemon thread killed inside matplotlib's C code aborts the process).
-    threading.Thread(target=job.run, args=(json.loads(json.dumps(mp)), name, stem),
-                     name="eerie-picture").start()
+    if _early is not None:
+        _early.stop()
+    _early = _Early(_key_of(mp, name, stem), mp, name, stem)
 
 
 def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
     """Write STEM.svg and STEM.png into out_dir from report.json's "memory_plan"."""
     global _early
     job, _early = _early, None
-    if job is not None and job.key == _key_of(mp, name, stem):
-        job.done.wait()
-        if job.error is not None:
-            raise job.error
-        out_dir.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for fname, data in job.files.items():
-            paths.append(out_dir / fname)
-            paths[-1].write_bytes(data)
-        return paths
+    if job is not None:
+        files = job.files() if job.key == _key_of(mp, name, stem) else job.stop()
+        if files:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            paths = [out_dir / fname for fname in files]
+            for path, data in zip(paths, files.values()):
+                path.write_bytes(data)
+            return paths
     return _draw_files(mp, name, out_dir, stem)
 
 
