@@ -33,6 +33,7 @@ _MVE_MAC = re.compile(r"^v(?:mladava?x?|mlava?|mla|mlas|fma)\.[su]?(?:f)?(8|16|3
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _SYMBOL = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 _INLINED = re.compile(r"^inlined by .*:(\d+)(?: \(discriminator \d+\))? \((\w+)\)$")
+_SOURCE = re.compile(r"^/?\S*:(\d+)(?: \(discriminator \d+\))?$")
 _TARGET = re.compile(r"\b([0-9a-f]+) <")
 
 
@@ -84,21 +85,33 @@ def disassemble(elf: Path, objdump: str = "arm-none-eabi-objdump") -> list[Insn]
     function, the call line it was inlined from (objdump -d -l --inlines)."""
     out = subprocess.run([objdump, "-d", "-l", "--inlines", "--no-show-raw-insn", str(elf)],
                          capture_output=True, text=True, check=True).stdout
+    return parse_objdump(out)
+
+
+def parse_objdump(out: str) -> list[Insn]:
+    """disassemble's reading of `objdump -d -l --inlines --no-show-raw-insn` output."""
     insns: list[Insn] = []
-    symbol, call_line = "", None
+    symbol, call_line, src_line = "", None, None
     for line in out.splitlines():
         m = _SYMBOL.match(line)
         if m:
-            symbol, call_line = m.group(2), None
+            symbol, call_line, src_line = m.group(2), None, None
             continue
         m = _INLINED.match(line)
         if m:
             if m.group(2) == symbol:
                 call_line = int(m.group(1))
             continue
+        m = _SOURCE.match(line)
+        if m:
+            src_line = int(m.group(1))
+            continue
         m = _INSN.match(line)
         if m and symbol and not m.group(2).startswith("."):
-            insns.append(Insn(int(m.group(1), 16), m.group(2), m.group(3), symbol, call_line))
+            # inlined code: the line of the call it was inlined from; the function's own
+            # code (a call to a layer gcc did not inline): its own line
+            insns.append(Insn(int(m.group(1), 16), m.group(2), m.group(3), symbol,
+                              call_line if call_line is not None else src_line))
             call_line = None   # objdump repeats the inline chain before every instruction
     return insns
 
