@@ -116,7 +116,10 @@ def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
     global _early
     if _early is not None:
         _early.stop()
-    _early = _Early(_key_of(mp, name, stem), mp, name, stem)
+    try:
+        _early = _Early(_key_of(mp, name, stem), mp, name, stem)
+    except (OSError, ValueError):   # no interpreter to start (embedded Python): draw later
+        _early = None
 
 
 def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
