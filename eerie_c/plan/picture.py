@@ -70,9 +70,13 @@ class _Early:
         root = str(Path(__file__).resolve().parents[2])
         code = (f"import sys; sys.path.insert(0, {root!r}); "
                 "from eerie_c.plan.picture import _child; _child(sys.argv[1])")
-        self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         # Also at exit: a compile that fails meanwhile leaves no process or directory behind.
         self.stop = weakref.finalize(self, _stop, self.proc, self.dir)
 
