@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Instructions per layer of one model on one board (QEMU -icount shift=0, SysTick).
+"""Where each instruction goes: per layer of one model on one board, the instructions it
+runs (QEMU -icount shift=0, SysTick), its MACs and instructions per MAC, beside its kernel's
+innermost loop read from the disassembly (bench/inner_loops.py): instructions per iteration,
+MACs per iteration and their ratio, the floor the rest of the layer's code adds to.
 
-Builds the normal firmware project, then a copy whose model C records the SysTick counter
-after every layer (EERIE_LAYER_BARRIER redefined) and prints the differences. Each record
-costs a few dozen instructions of its own, so per-layer figures are slightly high; the
-total of a normal build is what bench/compare_tflm.py reports.
+Builds the normal firmware project once with -g (same code; objdump -l --inlines then maps
+NAME_invoke's instructions to the layer each was inlined from), then a copy whose model C
+records the SysTick counter after every layer (EERIE_LAYER_BARRIER redefined) and prints the
+differences. Each record costs a few dozen instructions of its own, so per-layer figures are
+slightly high; the total of a normal build is what bench/compare_tflm.py reports.
 
-    python bench/profile_layers.py kws_ref_model [--board mps2-an386]
+    python bench/profile_layers.py kws_ref_model [--board mps2-an386] [--markdown]
     python bench/profile_layers.py examples/tiny_conv.tflite --board microbit
 """
 from __future__ import annotations
@@ -26,6 +30,10 @@ from eerie_c.api import compile_model  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
 from eerie_c.toolchain.qemu import run_qemu  # noqa: E402
+from eerie_c.toolchain.build import run_cmd  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+import inner_loops  # noqa: E402
 
 PROBE = """
 #include "runtime/eerie_rt.h"
@@ -49,16 +57,26 @@ REPORT = """
 """
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("--board", default="mps2-an386")
-    args = ap.parse_args(argv)
-    path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
-    board = get_board(args.board)
+def kernel_loops(out: Path, name: str, ops: list[dict]) -> list[inner_loops.Loop | None]:
+    """Per op, the innermost loop of its kernel (inner_loops.main_loop), from a -g build of
+    the project in `out` (the code is the same as without -g)."""
+    var = f"{name.upper()}_CFLAGS"
+    flags = re.search(rf"^{var} := (.*)$", (out / f"{name}.mk").read_text(), re.M).group(1)
+    run_cmd(["make", "--no-print-directory", "-B", f"{var}={flags} -g", f"{name}.elf"], out, "-g build")
+    insns = inner_loops.disassemble(out / f"{name}.elf")
+    entry = f"{name}_invoke"
+    lines = inner_loops.call_lines((out / f"{name}.c").read_text(), entry, [op["function"] for op in ops])
+    return [inner_loops.main_loop(inner_loops.innermost_loops(
+        inner_loops.layer_code(insns, entry, lines[op["function"]]))) for op in ops]
+
+
+def measure(path: Path, board) -> tuple[list[dict], list[int], list]:
+    """(report ops, instructions per layer, kernel inner loop per layer)."""
     with tempfile.TemporaryDirectory(prefix="eerie-prof-") as tmp:
         out = Path(tmp) / "fw"
         res = compile_model(path, out_dir=out, board=board.name, name="m")
+        ops = res.report["ops"]
+        loops = kernel_loops(out, "m", ops)
         src = (out / "m.c").read_text()
         n = src.count("EERIE_LAYER_BARRIER();")
         marker = "/* ---- layers ---- */"
@@ -78,13 +96,51 @@ def main(argv=None) -> int:
         elf = build_firmware(out, "m")
         run = run_qemu(board, elf, out)
         layers = [int(v) for v in re.findall(r"eerie: layer (\d+)", run.stdout)]
-    ops = res.report["ops"]
+    return ops, layers, loops
+
+
+COLUMNS = ["#", "kind", "input shapes", "instructions", "%", "MACs", "instr/MAC",
+           "loop instr", "loop MACs", "loop instr/MAC", "loop in"]
+
+
+def rows(ops, layers, loops) -> list[list[str]]:
     total = sum(layers)
-    print(f"{args.model} on {board.name}: {total:,} instructions in {len(layers)} layers")
-    for op, n_insn in zip(ops, layers):
-        per_mac = f"{n_insn / op['macs']:.2f}/MAC" if op["macs"] else ""
+    out = []
+    for op, n_insn, lp in zip(ops, layers, loops):
         shapes = " + ".join("x".join(map(str, i["shape"])) for i in op["inputs"])
-        print(f"  {op['index']:3d} {op['kind']:<18} {shapes:<16} {n_insn:>11,} {100 * n_insn / total:5.1f}%  {per_mac}")
+        macs = op["macs"]
+        where = "" if lp is None else lp.insns[0].symbol.split(".")[0]
+        out.append([str(op["index"]), op["kind"], shapes, f"{n_insn:,}", f"{100 * n_insn / total:.1f}",
+                    f"{macs:,}" if macs else "", f"{n_insn / macs:.2f}" if macs else "",
+                    "" if lp is None else str(lp.length), str(lp.macs) if macs and lp and lp.macs else "",
+                    f"{lp.length / lp.macs:.2f}" if macs and lp and lp.macs else "",
+                    "NAME_invoke (inlined)" if where.endswith("_invoke") else where])
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--board", default="mps2-an386")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table (for bench/results.md)")
+    args = ap.parse_args(argv)
+    path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
+    board = get_board(args.board)
+    ops, layers, loops = measure(path, board)
+    total, macs = sum(layers), sum(op["macs"] for op in ops)
+    print(f"{path.stem} on {board.name}: {total:,} instructions in {len(layers)} layers, "
+          f"{macs:,} MACs ({total / max(macs, 1):.2f} instructions per MAC)")
+    table = rows(ops, layers, loops)
+    if args.markdown:
+        print("\n| " + " | ".join(COLUMNS) + " |")
+        print("|" + "|".join("---:" if c not in ("kind", "input shapes", "loop in") else "---" for c in COLUMNS) + "|")
+        for r in table:
+            print("| " + " | ".join(r) + " |")
+    else:
+        widths = [max(len(c), *(len(r[k]) for r in table)) for k, c in enumerate(COLUMNS)]
+        for r in [COLUMNS] + table:
+            print("  ".join(v.rjust(w) if k not in (1, 2, 10) else v.ljust(w)
+                            for k, (v, w) in enumerate(zip(r, widths))).rstrip())
     return 0
 
 

@@ -40,10 +40,11 @@ class CompileResult:
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
-                  inputs_in_arena: bool = False) -> CompileResult:
+                  inputs_in_arena: bool = False, picture: bool = False) -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
-    a worst-case stack bound from the target compiler's own frame sizes."""
+    a worst-case stack bound from the target compiler's own frame sizes. picture: the
+    memory-plan picture will be wanted (report_files), so start drawing it now."""
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
@@ -79,6 +80,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
+    if picture:   # drawn by a child process (another core) during the verification
+        from .plan.picture import start_drawing
+        start_drawing(report["memory_plan"], name)
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)
     report["verified"] += checks
@@ -138,7 +142,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     on with a board, off without) plans the inputs inside the arena, where the application
     writes them through NAME_inputK_buffer() (docs/integration.md)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena)
+                                 max_iterations, inputs_in_arena, picture=out_dir is not None)
     return finish(res, brd, out_dir)
 
 
@@ -155,7 +159,7 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
-                      inputs_in_arena) -> tuple[CompileResult, object]:
+                      inputs_in_arena, picture: bool = False) -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it
     for `target` (by default the board's, else the host). Returns the result and the Board
     (None without one)."""
@@ -165,7 +169,7 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget,
+                        stack_budget=stack_budget, picture=picture,
                         inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
     if getattr(g, "dynamic_dims", None) is not None:
         note_dynamic(res)

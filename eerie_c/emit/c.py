@@ -32,6 +32,9 @@ def c_array_items(data: np.ndarray, ctype: str, per_line: int = 16) -> str:
         items = [c_float(x) for x in flat.tolist()]
     elif flat.dtype == np.bool_:
         items = [str(int(x)) for x in flat.tolist()]
+    elif flat.dtype.kind in "iu" and ctype not in ("int64_t", "uint32_t", "uint64_t") \
+            and not (ctype == "int32_t" and flat.size and int(flat.min()) == -(2 ** 31)):
+        items = list(map(str, flat.tolist()))   # c_int's text for these, without a call per item
     else:
         items = [c_int(x, ctype) for x in flat.tolist()]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]

@@ -10,7 +10,13 @@ pyplot, no global backend or rcParams change for a program that imports eerie_c.
 """
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
 import warnings
+import weakref
 from pathlib import Path
 
 from ..report_text import printable
@@ -52,8 +58,90 @@ def _layout(mp: dict) -> dict:
             "key_x": (left + plot_w + gap) / w, "key_top": (bottom + plot_h) / h, "row": 0.13 / h}
 
 
+class _Early:
+    """A drawing made by a child process (start_drawing), waiting to be written."""
+
+    def __init__(self, key: str, mp: dict, name: str, stem: str):
+        self.key, self.stem = key, stem
+        self.dir = Path(tempfile.mkdtemp(prefix="eerie-pic-"))
+        (self.dir / "request.json").write_text(json.dumps({"mp": mp, "name": name, "stem": stem}))
+        # The child imports eerie_c from the directory this one came from, whatever sys.path
+        # or the working directory would give it.
+        root = str(Path(__file__).resolve().parents[2])
+        code = (f"import sys; sys.path.insert(0, {root!r}); "
+                "from eerie_c.plan.picture import _child; _child(sys.argv[1])")
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        # Also at exit: a compile that fails meanwhile leaves no process or directory behind.
+        self.stop = weakref.finalize(self, _stop, self.proc, self.dir)
+
+    def files(self) -> dict[str, bytes] | None:
+        """The drawing's files (SVG first), or None if the child failed: the caller then
+        draws in this process, which reports the error as it always did."""
+        try:
+            names = [f"{self.stem}.svg", f"{self.stem}.png"]
+            if self.proc.wait() != 0 or not all((self.dir / n).is_file() for n in names):
+                return None
+            return {n: (self.dir / n).read_bytes() for n in names}
+        finally:
+            self.stop()
+
+
+def _stop(proc: subprocess.Popen, d: Path) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _child(d: str) -> None:
+    """The child process of start_drawing: draws the request in directory `d` there."""
+    req = json.loads((Path(d) / "request.json").read_text())
+    _draw_files(req["mp"], req["name"], Path(d), req["stem"])
+
+
+_early: _Early | None = None   # the last drawing started; a compile writes one picture
+
+
+def _key_of(mp: dict, name: str, stem: str) -> str:
+    return json.dumps([mp, name, stem], sort_keys=True)
+
+
+def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
+    """Start drawing the picture in a child process. A compile calls this before its
+    verification: drawing (matplotlib: 0.7-0.9 s of Python) then runs on another core beside
+    the C-source proof, instead of after it. draw_memory_plan with the same plan and name
+    then writes the child's bytes (any other plan is drawn afresh)."""
+    global _early
+    if _early is not None:
+        _early.stop()
+    try:
+        _early = _Early(_key_of(mp, name, stem), mp, name, stem)
+    except (OSError, ValueError):   # no interpreter to start (embedded Python): draw later
+        _early = None
+
+
 def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
     """Write STEM.svg and STEM.png into out_dir from report.json's "memory_plan"."""
+    global _early
+    job, _early = _early, None
+    if job is not None:
+        files = job.files() if job.key == _key_of(mp, name, stem) else job.stop()
+        if files:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            paths = [out_dir / fname for fname in files]
+            for path, data in zip(paths, files.values()):
+                path.write_bytes(data)
+            return paths
+    return _draw_files(mp, name, out_dir, stem)
+
+
+def _draw_files(mp: dict, name: str, out_dir: Path, stem: str) -> list[Path]:
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

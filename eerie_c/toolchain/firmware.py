@@ -67,19 +67,38 @@ def build_firmware(project: Path, name: str) -> Path:
     return project / f"{name}.elf"
 
 
-def firmware_stack(project: Path, target_name: str) -> dict:
+def firmware_stack(project: Path, target_name: str, model: str | None = None) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
-    measured in QEMU must stay under."""
+    measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
+    comes from the identical compile the model's stack bound already made, if there was one
+    (verify/ci_cache.py), and `make stack` builds the other sources."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
-    run_cmd(["make", "--no-print-directory", "-B", "stack"], project, "firmware stack usage")
-    cis = sorted((Path(project) / "stack").glob("*.ci"))
+    project = Path(project)
+    reused = _reusable_model_ci(project, model) if model else None
+    make = ["make", "--no-print-directory", "-B", "stack"]
+    run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
+    if reused:
+        (project / "stack" / f"{model}.ci").write_text(reused)
+    cis = sorted((project / "stack").glob("*.ci"))
     r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
                             EXCEPTION_FRAME[get_target(target_name).has_fpu])
     return {"firmware_stack_bound_bytes": r["stack_bound_bytes"],
             "firmware_stack": {k: r[k] for k in ("thread_bytes", "exception_frame_bytes",
                                                  "handler_bytes", "path", "handler_path")}}
+
+
+def _reusable_model_ci(project: Path, model: str) -> str | None:
+    """The .ci of the model's compile in `make stack`, if an equivalent compile already made
+    one (ci_cache.recall decides from the exact command `make -n` shows)."""
+    from ..verify import ci_cache
+    dry = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], project, "make -n stack")
+    src = f"{model}.c"
+    for cmd in ci_cache.split_commands(dry.stdout):
+        if "-fcallgraph-info=su" in cmd and any(Path(a).name == src for a in cmd[1:]):
+            return ci_cache.recall(cmd, project / src, project)
+    return None
 
 
 def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> dict:
@@ -96,7 +115,7 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
                 p.write_bytes(data)
             else:
                 p.write_text(data, encoding="utf-8", errors="backslashreplace")
-        fs = firmware_stack(Path(d), res.target)
+        fs = firmware_stack(Path(d), res.target, res.name)
     need = fs["firmware_stack_bound_bytes"]
     if need > board.stack_bytes:
         raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "

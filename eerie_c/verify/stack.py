@@ -59,6 +59,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import CompilerBug, EerieError
+from . import ci_cache
 from .c_checker import ALLOCATORS, FORBIDDEN_CALLS
 
 ARM_EXTERNAL_STACK = {
@@ -186,7 +187,9 @@ def _compile_ci(c_path: Path, include_dirs: list[Path], cc: str, flags: list[str
     if not ci.exists():
         raise EerieError(f"stack bound: {cc} wrote no call-graph file (needs gcc >= 10 for "
                          "-fcallgraph-info)")
-    nodes, edges = parse_ci(ci.read_text())
+    text = ci.read_text()
+    ci_cache.remember(cmd, c_path, text)   # the firmware's `make stack` builds the same again
+    nodes, edges = parse_ci(text)
     return nodes, edges, _nm_undefined(cc, obj), object_sizes(cc, obj)
 
 
