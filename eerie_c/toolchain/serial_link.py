@@ -189,7 +189,7 @@ def run_qemu(cmd: list[str], inputs: bytes, timeout: float, echo=None) -> tuple[
                 if "Lockup" in stderr:
                     hint = (" (a fault inside the fault handler; an image with its stack or arena in the "
                             "STM32F4's CCM needs QEMU >= 8.0, older versions have none: build with CCM=0)")
-                raise LinkError(f"{e}{hint}" + (f": {stderr[-800:]}" if stderr else "")) from None
+                raise LinkError(f"{e}{hint}" + (f": {_gist(stderr)}" if stderr else "")) from None
         finally:
             if p.poll() is None:
                 p.kill()   # the board said DONE (or the exchange failed): QEMU never exits by itself
@@ -199,6 +199,14 @@ def run_qemu(cmd: list[str], inputs: bytes, timeout: float, echo=None) -> tuple[
                     f.close()
                 except OSError:
                     pass
+
+
+def _gist(stderr: str) -> str:
+    """QEMU's message in a line: its fatal/error lines (a lockup is followed by a register
+    dump), else its last lines."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    key = [ln for ln in lines if "fatal" in ln or "error" in ln.lower()]
+    return " | ".join((key or lines[-3:])[:3])[:600]
 
 
 def open_port(path: str, baud: int) -> int:
