@@ -140,12 +140,13 @@ int main(void)
 def board_link_flags(brd) -> list[str]:
     """What a hand-made build for `brd` adds: the part's runtime sources, the UART console,
     and, for a board with CCM on a QEMU that has none (before 8.0), arena and stack in SRAM."""
+    from eerie_c.toolchain.qemu import QEMU
     from eerie_c.toolchain.serial_link import qemu_version
     rt = resource_dir("runtime_c")
     flags = [str(rt / f) for f in brd.runtime_sources]
     if brd.output == "uart":
         flags.append("-DEERIE_CONSOLE_UART")
-    if brd.ccm is not None and qemu_version() < (8, 0):
+    if brd.ccm is not None and qemu_version(QEMU) < (8, 0):
         flags += ["-Wl,--defsym=__eerie_arena_in_ccm__=0", "-Wl,--defsym=__eerie_stack_in_ccm__=0"]
     return flags
 

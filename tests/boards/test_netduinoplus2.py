@@ -7,7 +7,8 @@ semihosting call, the serial-port code path a physical board uses works (through
 and the host side fails with clear errors. (Every shared-model check: tests/boards/test_boards.py.)
 
 QEMU models the STM32F405's CCM from 8.0 on; with an older QEMU (Debian 12 has 7.2) the images
-run here are linked with CCM=0, arena and stack in SRAM."""
+run here are linked with CCM=0, arena and stack in SRAM. EERIE_QEMU=/path/to/qemu-system-arm
+runs these tests (and eerie-c) on another QEMU build."""
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ from eerie_c.cli import main as cli_main
 from eerie_c.toolchain import serial_link
 from eerie_c.toolchain.boards import budget, get_board, placement
 from eerie_c.toolchain.firmware import pack_records, unpack_records
-from eerie_c.toolchain.qemu import parse_output, run_qemu
+from eerie_c.toolchain.qemu import QEMU, parse_output, run_qemu
 
 BOARD = "netduinoplus2"
 CCM_END = 0x10010000
@@ -33,7 +34,7 @@ CCM_END = 0x10010000
 
 @pytest.fixture(scope="module")
 def qemu_ccm(board_tools) -> bool:
-    return serial_link.qemu_version() >= (8, 0)
+    return serial_link.qemu_version(QEMU) >= (8, 0)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def test_project_make_cmake_and_make_run(qemu_ccm, models_dir, project):
     x = random_inputs([1, 640], "int8", 2, seed=5)
     (out / "inputs.bin").write_bytes(pack_records([x]))
     ccm = [] if qemu_ccm else ["CCM=0"]
-    log = _run(["make", "-B", *ccm, "run"], out)
+    log = _run(["make", "-B", *ccm, f"QEMU={QEMU}", "run"], out)
     assert "eerie: inferences 2" in log
     by_make, _ = parse_output(log)
     specs = [{"dtype": "int8", "shape": [1, 640], "bytes": 640}]
@@ -103,7 +104,7 @@ def test_serial_port_path_through_a_pty(qemu_ccm, models_dir, project):
     out = project
     _run(["make", "-B", *([] if qemu_ccm else ["CCM=0"]), "ad01_int8.elf"], out)
     x = random_inputs([1, 640], "int8", 2, seed=9)
-    cmd = ["qemu-system-arm", "-M", BOARD,
+    cmd = [QEMU, "-M", BOARD,
            "-nographic", "-monitor", "none", "-icount", "shift=0", "-chardev", "pty,id=uart0",
            "-serial", "chardev:uart0", "-kernel", "ad01_int8.elf"]
     p = subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
