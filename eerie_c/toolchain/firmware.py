@@ -25,11 +25,9 @@ from . import serial_link
 from .boards import Board, placement
 from .build import run_cmd
 from .targets import get_target
-from .qemu import DEFAULT_TIMEOUT, QEMU, run_qemu
+from .qemu import DEFAULT_TIMEOUT, INPUTS_FILE, OUTPUTS_FILE, QEMU, run_qemu
 
 RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
-INPUTS_FILE = "inputs.bin"
-OUTPUTS_FILE = "outputs.bin"
 CROSS = "arm-none-eabi-"
 
 

@@ -24,6 +24,9 @@ from .boards import Board
 # CCM, beside the distribution's 7.2).
 QEMU = os.environ.get("EERIE_QEMU", "qemu-system-arm")
 DEFAULT_TIMEOUT = 900
+# The records the harness reads and the outputs it writes, in the project directory.
+INPUTS_FILE = "inputs.bin"
+OUTPUTS_FILE = "outputs.bin"
 
 _INFER = re.compile(r"^eerie: inference (\d+) instructions (\d+)$")
 _KV = re.compile(r"^eerie: ([a-z_]+) (\d+)$")
@@ -92,7 +95,6 @@ def run_qemu(board: Board, elf: Path, cwd: Path, timeout: float = DEFAULT_TIMEOU
 def _run_uart(board: Board, cmd: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
     """The UART exchange in place of semihosting's files: cwd/inputs.bin in, cwd/outputs.bin
     out. Returns the board's exit status and its console text."""
-    from .firmware import INPUTS_FILE, OUTPUTS_FILE
     src = cwd / INPUTS_FILE
     inputs = src.read_bytes() if src.is_file() else b""
     try:
