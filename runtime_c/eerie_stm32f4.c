@@ -72,6 +72,11 @@ void eerie_uart_init(void)
 
 void eerie_uart_putc(uint8_t c)
 {
+    /* A fault before main() set the USART up still gets its message out (on the part an
+     * unclocked USART never shows TXE, and the fault handler would wait forever). */
+    if ((USART1_CR1 & CR1_UE) == 0u) {
+        eerie_uart_init();
+    }
     while ((USART1_SR & SR_TXE) == 0u) {
     }
     USART1_DR = c;

@@ -49,6 +49,7 @@ class Link:
 
     def __init__(self, rfd: int, wfd: int, deadline: float):
         self.rfd, self.wfd, self.deadline = rfd, wfd, deadline
+        self.limit = max(0.0, deadline - time.monotonic())   # for the messages
         self.buf = bytearray()
 
     def _fill(self, until: float) -> bool:
@@ -56,7 +57,7 @@ class Link:
         left = min(until, self.deadline) - time.monotonic()
         if left <= 0 or not select.select([self.rfd], [], [], left)[0]:
             if time.monotonic() >= self.deadline:
-                raise LinkError("timed out waiting for the board")
+                raise LinkError(f"timed out waiting for the board ({self.limit:g} s for the whole run)")
             return False
         chunk = os.read(self.rfd, 65536)
         if not chunk:
@@ -98,7 +99,7 @@ class Link:
         while data:
             left = self.deadline - time.monotonic()
             if left <= 0 or not select.select([], [self.wfd], [], left)[1]:
-                raise LinkError("timed out sending to the board")
+                raise LinkError(f"timed out sending to the board ({self.limit:g} s for the whole run)")
             data = data[os.write(self.wfd, data[:65536]):]
 
 

@@ -125,6 +125,34 @@ def test_serial_port_path_through_a_pty(qemu_ccm, models_dir, project):
     np.testing.assert_array_equal(got, tflm_run(models_dir / "ad01_int8.tflite", [x])[0])
 
 
+FAULT_MAIN = r"""
+#include <stdint.h>
+#include "eerie_rt.h"
+int main(void)
+{
+    eerie_puts("eerie: reading unmapped memory\n");
+    return (int)*(volatile uint32_t *)0x30000000u;   /* nothing there on this part */
+}
+"""
+
+
+def test_fault_is_reported_over_the_uart(board_tools, tmp_path):
+    """A fault prints its line and ends the run through the UART (DONE with status 3): the
+    runner calls it the firmware's fault, as on the semihosting boards."""
+    from eerie_c.errors import CompilerBug
+    from eerie_c.resources import resource_dir
+    from eerie_c.toolchain.targets import TARGETS
+    from test_boards import board_link_flags
+    brd, rt = get_board(BOARD), resource_dir("runtime_c")
+    (tmp_path / "main.c").write_text(FAULT_MAIN)
+    _run(["arm-none-eabi-gcc", *TARGETS[brd.target].cflags.split(), f"-I{rt}", "main.c",
+          str(rt / "eerie_startup.c"), str(rt / "eerie_rt.c"), "-nostartfiles", "--specs=nano.specs",
+          "--specs=nosys.specs", "-T", str(brd.linker_script), "-o", "fault.elf", *board_link_flags(brd)],
+         tmp_path)
+    with pytest.raises(CompilerBug, match=r"faulted on netduinoplus2 \(QEMU exit 3\).*unmapped.*eerie: fault"):
+        run_qemu(brd, tmp_path / "fault.elf", tmp_path, timeout=60)
+
+
 def _fake_board(*frames: bytes, then: str = "time.sleep(30)") -> list[str]:
     """A stand-in for QEMU that writes these bytes on its 'UART' (stdout)."""
     data = b"".join(frames)
