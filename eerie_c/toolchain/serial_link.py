@@ -221,7 +221,7 @@ def open_port(path: str, baud: int) -> int:
     if speed is None:
         raise LinkError(f"baud rate {baud} is not one termios knows")
     attrs[4] = attrs[5] = speed
-    attrs[2] = (attrs[2] | termios.CLOCAL | termios.CREAD) & ~getattr(termios, "CRTSCTS", 0)
+    attrs[2] = (attrs[2] | termios.CLOCAL | termios.CREAD) & ~(termios.CSTOPB | getattr(termios, "CRTSCTS", 0))
     termios.tcsetattr(fd, termios.TCSANOW, attrs)
     termios.tcflush(fd, termios.TCIOFLUSH)   # whatever the board sent before we listened
     return fd

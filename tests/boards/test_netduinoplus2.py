@@ -24,7 +24,8 @@ import pytest
 from conftest import random_inputs, tflm_run
 from eerie_c.cli import main as cli_main
 from eerie_c.toolchain import serial_link
-from eerie_c.toolchain.boards import budget, get_board, placement
+from eerie_c.errors import EerieError
+from eerie_c.toolchain.boards import budget, check_budget, get_board, placement
 from eerie_c.toolchain.firmware import pack_records, unpack_records
 from eerie_c.toolchain.qemu import QEMU, parse_output, run_qemu
 
@@ -194,3 +195,7 @@ def test_arena_and_stack_placement():
     b = budget(brd, report)
     assert b["ccm_bytes"] == brd.stack_bytes and b["sram_bytes"] >= big
     assert b["board_ram_bytes"] == (128 + 64) << 10
+    # SRAM is budgeted on its own: an arena of 131,000 bytes fits neither region.
+    with pytest.raises(EerieError, match=r"RAM needs \d+ bytes \(arena 131000 \+ static data .*but the "
+                                         r"board has 131072"):
+        check_budget(brd, "m", {**report, "arena_bytes": 131000})
