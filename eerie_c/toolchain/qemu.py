@@ -98,7 +98,7 @@ def _run_uart(board: Board, cmd: list[str], cwd: Path, timeout: float) -> tuple[
     src = cwd / INPUTS_FILE
     inputs = src.read_bytes() if src.is_file() else b""
     try:
-        res, _ = serial_link.run_qemu(cmd, inputs, timeout)
+        res = serial_link.run_qemu(cmd, inputs, timeout)
     except serial_link.LinkError as e:
         raise EerieError(f"the QEMU run on {board.name} failed: {e}") from None
     (cwd / OUTPUTS_FILE).write_bytes(b"".join(res.outputs))

@@ -51,6 +51,9 @@ class Link:
         self.rfd, self.wfd, self.deadline = rfd, wfd, deadline
         self.limit = max(0.0, deadline - time.monotonic())   # for the messages
         self.buf = bytearray()
+        # Non-blocking writes: a board that stops reading mid-frame must not hold the host
+        # past its deadline inside one write.
+        os.set_blocking(wfd, False)
 
     def _fill(self, until: float) -> bool:
         """Read what is available; False if nothing came before `until`."""
@@ -59,7 +62,10 @@ class Link:
             if time.monotonic() >= self.deadline:
                 raise LinkError(f"timed out waiting for the board ({self.limit:g} s for the whole run)")
             return False
-        chunk = os.read(self.rfd, 65536)
+        try:
+            chunk = os.read(self.rfd, 65536)
+        except BlockingIOError:   # a serial port shares the (non-blocking) descriptor
+            return True
         if not chunk:
             raise LinkError("the serial line closed before the board said it was done")
         self.buf += chunk
@@ -100,7 +106,12 @@ class Link:
             left = self.deadline - time.monotonic()
             if left <= 0 or not select.select([], [self.wfd], [], left)[1]:
                 raise LinkError(f"timed out sending to the board ({self.limit:g} s for the whole run)")
-            data = data[os.write(self.wfd, data[:65536]):]
+            try:
+                data = data[os.write(self.wfd, data[:65536]):]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise LinkError("the serial line closed before the board said it was done") from None
 
 
 @dataclass
@@ -166,19 +177,23 @@ def qemu_serial_command(machine: str, elf: str, qemu: str = "qemu-system-arm") -
 
 
 def qemu_version(qemu: str = "qemu-system-arm") -> tuple[int, int]:
-    out = subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout
+    """(major, minor), or (0, 0) if it cannot be run (whoever runs it next says why)."""
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return (0, 0)
     m = re.search(r"version (\d+)\.(\d+)", out)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-def run_qemu(cmd: list[str], inputs: bytes, timeout: float, echo=None) -> tuple[Exchange, str]:
-    """Boot QEMU, run the exchange, end QEMU; (the exchange, QEMU's own stderr)."""
+def run_qemu(cmd: list[str], inputs: bytes, timeout: float, echo=None) -> Exchange:
+    """Boot QEMU, run the exchange, end QEMU. A failure's LinkError carries QEMU's message."""
     with tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         try:
             link = Link(p.stdout.fileno(), p.stdin.fileno(), time.monotonic() + timeout)
             try:
-                return exchange(link, inputs, echo=echo), ""
+                return exchange(link, inputs, echo=echo)
             except LinkError as e:
                 p.kill()
                 p.wait()
@@ -247,7 +262,7 @@ def main(argv=None) -> int:
         sys.stdout.flush()
     try:
         if a.qemu:
-            res, _ = run_qemu(qemu_serial_command(a.qemu[0], a.qemu[1], a.qemu_bin), inputs, a.timeout, echo)
+            res = run_qemu(qemu_serial_command(a.qemu[0], a.qemu[1], a.qemu_bin), inputs, a.timeout, echo)
         else:
             fd = open_port(a.port, a.baud)
             try:

@@ -175,9 +175,14 @@ def test_host_side_errors_are_clear():
     ready = serial_link.frame(serial_link.READY, struct.pack("<III", 0, 7, 1))
     with pytest.raises(serial_link.LinkError, match="not a whole number of the firmware's 7-byte records"):
         run(_fake_board(ready), b"0123456789", 10)
+    ready = serial_link.frame(serial_link.READY, struct.pack("<III", 0, 1 << 20, 1))
+    with pytest.raises(serial_link.LinkError, match="closed before the board said it was done"):
+        run(_fake_board(ready, then="import os; os.close(0); time.sleep(30)"), bytes(1 << 20), 10)
+    with pytest.raises(serial_link.LinkError, match="timed out sending to the board"):
+        run(_fake_board(ready), bytes(1 << 20), 1)   # it never reads: the deadline still holds
     # Noise before a frame is skipped; DONE ends the run (and the stand-in is killed).
     done = serial_link.frame(serial_link.DONE, struct.pack("<i", 0))
-    res, _ = run(_fake_board(b"\x00garbage\xee", serial_link.frame(serial_link.TEXT, b"hi\n"), done), b"", 10)
+    res = run(_fake_board(b"\x00garbage\xee", serial_link.frame(serial_link.TEXT, b"hi\n"), done), b"", 10)
     assert (res.status, res.text) == (0, "hi\n")
 
 
