@@ -290,7 +290,8 @@ def cmd_boards(argv):
     rows = [("board", "cpu", "flash", "ram", "qemu machine")]
     for b in list_boards():
         flash = format_size(b.flash.size) + (f" + {format_size(b.rodata.size)} rodata" if b.rodata else "")
-        rows.append((b.name, b.cpu, flash, format_size(b.ram.size), b.qemu_machine))
+        ram = format_size(b.ram.size) + (f" + {format_size(b.ccm.size)} CCM" if b.ccm else "")
+        rows.append((b.name, b.cpu, flash, ram, b.qemu_machine))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

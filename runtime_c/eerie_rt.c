@@ -3,6 +3,8 @@
 
 #include "eerie_rt.h"
 
+#ifndef EERIE_CONSOLE_UART
+
 /* ---- ARM semihosting: "bkpt 0xAB" with the operation in r0 and a parameter in r1.
  * QEMU serves it with -semihosting-config enable=on,target=native; paths are relative to
  * the directory QEMU runs in. */
@@ -76,6 +78,17 @@ void eerie_sh_exit(int status)
     }
 }
 
+void eerie_puts(const char *s)
+{
+    eerie_sh_puts(s);
+}
+
+void eerie_exit(int status)
+{
+    eerie_sh_exit(status);
+}
+#endif /* !EERIE_CONSOLE_UART */
+
 void eerie_put_u64(uint64_t v)
 {
     char buf[24];
@@ -85,16 +98,16 @@ void eerie_put_u64(uint64_t v)
         buf[i--] = (char)('0' + (int)(v % 10u));
         v /= 10u;
     } while (v != 0u && i >= 0);
-    eerie_sh_puts(&buf[i + 1]);
+    eerie_puts(&buf[i + 1]);
 }
 
 void eerie_put_kv(const char *key, uint64_t value)
 {
-    eerie_sh_puts("eerie: ");
-    eerie_sh_puts(key);
-    eerie_sh_puts(" ");
+    eerie_puts("eerie: ");
+    eerie_puts(key);
+    eerie_puts(" ");
     eerie_put_u64(value);
-    eerie_sh_puts("\n");
+    eerie_puts("\n");
 }
 
 /* ---- SysTick instruction counter.

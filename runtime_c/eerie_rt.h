@@ -4,12 +4,21 @@
  * painting, FPU enable), fault handlers that report and stop QEMU.
  * Services (eerie_rt.c): ARM semihosting (files and console on the host running QEMU),
  * a SysTick-based instruction counter and the stack high-water measurement.
+ * Boards without semihosting (a real part: an unanswered "bkpt 0xAB" locks it up) build
+ * with -DEERIE_CONSOLE_UART: eerie_rt.c then leaves semihosting out and the console is
+ * framed text on a UART (eerie_uart.c, with the part's driver such as eerie_stm32f4.c).
  * No newlib start-up code and no stdio: the runtime needs only memcpy/memset from libc. */
 #ifndef EERIE_RT_H
 #define EERIE_RT_H
 
 #include <stdint.h>
 
+/* The console: semihosting's, or the UART's with EERIE_CONSOLE_UART. eerie_exit ends the
+ * run: QEMU exits (semihosting) or the host runner sees the "done" frame (UART). */
+void eerie_puts(const char *s);
+void eerie_exit(int status) __attribute__((noreturn));
+
+#ifndef EERIE_CONSOLE_UART
 /* Semihosting open modes (the ISO C fopen modes, numbered as the ARM spec does). */
 #define EERIE_SH_MODE_RB 1
 #define EERIE_SH_MODE_WB 5
@@ -20,6 +29,7 @@ uint32_t eerie_sh_read(int handle, void *buf, uint32_t len);       /* bytes read
 uint32_t eerie_sh_write(int handle, const void *buf, uint32_t len); /* bytes written */
 void eerie_sh_puts(const char *s);                        /* to QEMU's stdout */
 void eerie_sh_exit(int status) __attribute__((noreturn));  /* ends the QEMU run */
+#endif
 
 /* Console helpers: decimal numbers without printf. */
 void eerie_put_u64(uint64_t v);

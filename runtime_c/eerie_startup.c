@@ -12,6 +12,11 @@
 extern uint32_t __data_load__[], __data_start__[], __data_end__[];
 extern uint32_t __bss_start__[], __bss_end__[];
 extern uint32_t __stack_limit__[], __stack_top__[];
+/* A second zero-initialised range, for boards whose script puts the arena in another RAM
+ * (netduinoplus2.ld: CCM). Weak, so that other scripts need not define them: both are then
+ * 0 and there is nothing to clear. */
+extern uint32_t __bss2_start__[] __attribute__((weak));
+extern uint32_t __bss2_end__[] __attribute__((weak));
 
 #define EERIE_STACK_PAINT 0xC0FFEE5Au
 
@@ -49,8 +54,8 @@ const struct eerie_vectors eerie_vector_table = {
 
 void eerie_fault_handler(void)
 {
-    eerie_sh_puts("eerie: fault: the firmware took an unexpected exception\n");
-    eerie_sh_exit(3);
+    eerie_puts("eerie: fault: the firmware took an unexpected exception\n");
+    eerie_exit(3);
 }
 
 static uint32_t *current_sp(void)
@@ -79,6 +84,9 @@ void Reset_Handler(void)
     memcpy(__data_start__, __data_load__,
            (uint32_t)((uintptr_t)__data_end__ - (uintptr_t)__data_start__));
     memset(__bss_start__, 0, (uint32_t)((uintptr_t)__bss_end__ - (uintptr_t)__bss_start__));
+    if ((uintptr_t)__bss2_end__ != (uintptr_t)__bss2_start__) {
+        memset(__bss2_start__, 0, (uint32_t)((uintptr_t)__bss2_end__ - (uintptr_t)__bss2_start__));
+    }
     /* Paint the unused part of the stack; eerie_stack_high_water() finds the deepest word
      * that no longer holds the pattern. Stop short of our own frame. */
     sp = current_sp();
@@ -86,7 +94,7 @@ void Reset_Handler(void)
         *p = EERIE_STACK_PAINT;
     }
     eerie_counter_init();
-    eerie_sh_exit(main());
+    eerie_exit(main());
 }
 
 uint32_t eerie_stack_high_water(void)

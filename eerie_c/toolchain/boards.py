@@ -49,11 +49,13 @@ class Board:
     flash: Region
     ram: Region
     rodata: Region | None      # a separate region for constants (weights), if the board has one
+    ccm: Region | None         # core-coupled RAM (CPU only): the arena and stack go there if they fit
     stack_bytes: int
     insns_per_tick: Fraction   # SysTick ticks -> instructions under QEMU -icount shift=0
-    output: str
+    output: str                # "semihosting", or "uart": frames on the UART (no semihosting)
     linker_script: Path
     source: Path
+    runtime_sources: tuple[str, ...] = ()   # the part's own runtime_c files (UART driver, vectors)
 
     def compatible(self, target: str) -> bool:
         return target in _RUNS_ON.get(self.cpu, {self.target})
@@ -88,14 +90,18 @@ def load_board(path: Path) -> Board:
         ld = path.parent / d.get("linker_script", f"{path.stem}.ld")
         if not ld.is_file():
             raise EerieError(f"{path}: linker script {ld.name} not found beside it")
+        if d.get("output", "semihosting") not in ("semihosting", "uart"):
+            raise EerieError(f"{path}: output must be \"semihosting\" or \"uart\", not {d['output']!r}")
         return Board(
             name=name, description=d.get("description", ""), cpu=cpu, target=target,
             qemu_machine=str(d["qemu_machine"]),
             flash=_region(d["flash"], "flash", path), ram=_region(d["ram"], "ram", path),
             rodata=_region(d["rodata"], "rodata", path) if d.get("rodata") else None,
+            ccm=_region(d["ccm"], "ccm", path) if d.get("ccm") else None,
             stack_bytes=int(d.get("stack_bytes", 16384)),
             insns_per_tick=Fraction(str(d.get("systick_instructions_per_tick", 40))),
-            output=str(d.get("output", "semihosting")), linker_script=ld, source=path)
+            output=str(d.get("output", "semihosting")), linker_script=ld, source=path,
+            runtime_sources=tuple(str(f) for f in d.get("runtime_sources", ())))
     except KeyError as e:
         raise EerieError(f"{path}: board file lacks the key {e.args[0]!r}") from None
 
@@ -132,6 +138,21 @@ def resolve_target(board: Board, target: str | None) -> Target:
     return tgt
 
 
+def placement(board: Board, arena_bytes: int) -> dict[str, str]:
+    """Which RAM holds the arena and which the stack: "ccm" or "ram". A board with
+    core-coupled RAM (STM32F4's CCM: fast, but no DMA can reach it) gets the arena and the
+    stack there when both fit, else the arena alone (the larger of the two), else the stack
+    alone; what does not go there stays in RAM with .data, .bss and the I/O buffers."""
+    if board.ccm is None:
+        return {"arena": "ram", "stack": "ram"}
+    ccm, stack = board.ccm.size, board.stack_bytes
+    if arena_bytes + stack <= ccm:
+        return {"arena": "ccm", "stack": "ccm"}
+    if arena_bytes <= ccm:
+        return {"arena": "ccm", "stack": "ram"}
+    return {"arena": "ram", "stack": "ccm" if stack <= ccm else "ram"}
+
+
 def budget(board: Board, report: dict) -> dict:
     """Flash and RAM the firmware needs, from the compile's proven figures: the model object's
     measured code and constants, its arena and static data, and its proven stack bound."""
@@ -146,12 +167,19 @@ def budget(board: Board, report: dict) -> dict:
     # The generated project's linker script reserves board.stack_bytes for the stack whatever
     # the bound (the harness's own I/O needs room too), so that reserve is what must fit:
     # counting only the proven bound would pass models that then fail to link.
-    ram = int(report["arena_bytes"]) + static + max(stack, board.stack_bytes)
-    return {"constant_bytes": consts, "code_bytes": code, "io_buffer_bytes": io,
-            "static_data_bytes": static, "stack_bound_bytes": stack, "stack_reserve_bytes": board.stack_bytes,
-            "ram_bytes": ram, "flash_bytes": consts + code,
-            "board_flash_bytes": board.flash.size + (board.rodata.size if board.rodata else 0),
-            "board_ram_bytes": board.ram.size}
+    arena, reserve = int(report["arena_bytes"]), max(stack, board.stack_bytes)
+    where = placement(board, arena)
+    need = {"ram": static, "ccm": 0}
+    need[where["arena"]] += arena
+    need[where["stack"]] += reserve
+    b = {"constant_bytes": consts, "code_bytes": code, "io_buffer_bytes": io,
+         "static_data_bytes": static, "stack_bound_bytes": stack, "stack_reserve_bytes": board.stack_bytes,
+         "ram_bytes": need["ram"] + need["ccm"], "flash_bytes": consts + code,
+         "board_flash_bytes": board.flash.size + (board.rodata.size if board.rodata else 0),
+         "board_ram_bytes": board.ram.size + (board.ccm.size if board.ccm else 0)}
+    if board.ccm is not None:
+        b.update({"placement": where, "sram_bytes": need["ram"], "ccm_bytes": need["ccm"]})
+    return b
 
 
 def check_budget(board: Board, name: str, report: dict) -> dict:
@@ -165,12 +193,17 @@ def check_budget(board: Board, name: str, report: dict) -> dict:
     else:
         checks = [("flash", consts + code, board.flash, "flash",
                    f"constants {consts} + code {code} incl. runtime")]
-    ram = b["ram_bytes"]
-    checks.append(("ram", ram, board.ram, "RAM",
-                   f"arena {report['arena_bytes']} + static data {b['static_data_bytes']} "
-                   f"(I/O buffers {b['io_buffer_bytes']}) + stack reserve "
-                   f"{max(b['stack_bound_bytes'], board.stack_bytes)} (proven stack bound "
-                   f"{b['stack_bound_bytes']} incl. one interrupt)"))
+    arena, reserve = int(report["arena_bytes"]), max(b["stack_bound_bytes"], board.stack_bytes)
+    where = b.get("placement", {"arena": "ram", "stack": "ram"})
+    stack_text = (f"stack reserve {reserve} (proven stack bound {b['stack_bound_bytes']} incl. one interrupt)")
+    parts = ([f"arena {arena}"] if where["arena"] == "ram" else []) + \
+        [f"static data {b['static_data_bytes']} (I/O buffers {b['io_buffer_bytes']})"] + \
+        ([stack_text] if where["stack"] == "ram" else [])
+    checks.append(("ram", b.get("sram_bytes", b["ram_bytes"]), board.ram, "RAM", " + ".join(parts)))
+    if board.ccm is not None:
+        in_ccm = ([f"arena {arena}"] if where["arena"] == "ccm" else []) + \
+            ([stack_text] if where["stack"] == "ccm" else [])
+        checks.append(("ccm", b["ccm_bytes"], board.ccm, "CCM", " + ".join(in_ccm) or "nothing"))
     for _, need, region, label, detail in checks:
         if need > region.size:
             raise EerieError(f"model {name} does not fit board {board.name}: {label} needs {need} bytes "

@@ -1,6 +1,8 @@
 """Firmware projects: the model files plus a test harness (main.c), the shared start-up and
 runtime (runtime_c/), the board's linker script, a Makefile (`make`, `make run`) and the same
 build for CMake (CMakeLists.txt with the shipped runtime/arm-none-eabi.cmake toolchain file).
+Boards with output "uart" get the UART harness, the part's runtime files and the host-side
+runner runtime/eerie_serial.py (toolchain/serial_link.py) instead of semihosting.
 
 Also builds such a project and runs it in QEMU for `eerie-c run --board`.
 """
@@ -19,35 +21,43 @@ from ..errors import CompilerBug, EerieError
 from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
-from .boards import Board
+from . import serial_link
+from .boards import Board, placement
 from .build import run_cmd
 from .targets import get_target
-from .qemu import DEFAULT_TIMEOUT, run_qemu
+from .qemu import DEFAULT_TIMEOUT, INPUTS_FILE, OUTPUTS_FILE, QEMU, run_qemu
 
 RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
-INPUTS_FILE = "inputs.bin"
-OUTPUTS_FILE = "outputs.bin"
 CROSS = "arm-none-eabi-"
 
 
 def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     """The files a firmware project adds to the model's own (NAME.c/.h/.mk)."""
     g = res.graph
+    uart = board.output == "uart"
+    if uart and getattr(g, "dynamic_dims", None) is not None:
+        raise EerieError(f"board {board.name} talks over its UART, and the UART harness does not yet "
+                         f"pass dynamic sizes: use a semihosting board (e.g. mps2-an386)")
     ipt = board.insns_per_tick
+    arena = int(res.report.get("arena_bytes", 0))
+    where = placement(board, arena)
     ctx = {"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
            "target": res.target, "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs),
            "inputs_file": INPUTS_FILE, "outputs_file": OUTPUTS_FILE,
            "ldscript": board.linker_script.name, "ipt_num": ipt.numerator, "ipt_den": ipt.denominator,
-           "ipt_text": f"{float(ipt):g}"}
+           "ipt_text": f"{float(ipt):g}", "arena_bytes": arena,
+           "placement_ccm": {k: int(v == "ccm") for k, v in where.items()}}
     files: dict[str, str | bytes] = {
-        "main.c": render("firmware/main.c.j2", **ctx),
+        "main.c": render("firmware/main_uart.c.j2" if uart else "firmware/main.c.j2", **ctx),
         "Makefile": render("firmware/Makefile.j2", **ctx),
         "CMakeLists.txt": render("firmware/CMakeLists.txt.j2", **ctx, **cmake_flags(get_target(res.target).cflags)),
         board.linker_script.name: board.linker_script.read_text(),
     }
     rt = resource_dir("runtime_c")
-    for f in RUNTIME_FILES:
+    for f in RUNTIME_FILES + (("eerie_uart.h",) if uart else ()) + board.runtime_sources:
         files[f"runtime/{f}"] = (rt / f).read_text()
+    if uart:   # the host side, to run the image without eerie-c (`make run`, `make run-board`)
+        files["runtime/eerie_serial.py"] = Path(serial_link.__file__).read_text()
     # One record of zero bytes, so that `make run` works out of the box.
     files[INPUTS_FILE] = bytes(sum(t["bytes"] for t in ctx["inputs"]))
     return files
@@ -60,11 +70,28 @@ def require_toolchain():
                              f"libnewlib-arm-none-eabi make)")
 
 
-def build_firmware(project: Path, name: str) -> Path:
-    """`make` in the project directory; returns the ELF."""
+def build_firmware(project: Path, name: str, make_vars: tuple[str, ...] = ()) -> Path:
+    """`make` in the project directory (with VAR=value overrides); returns the ELF."""
     require_toolchain()
-    run_cmd(["make", "--no-print-directory", "-B", f"{name}.elf"], project, "firmware build")
+    run_cmd(["make", "--no-print-directory", "-B", *make_vars, f"{name}.elf"], project, "firmware build")
     return project / f"{name}.elf"
+
+
+def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Make overrides for the QEMU run, and where the arena and the stack are in that image.
+    QEMU models the STM32F405's core-coupled RAM from version 8.0 on; before that (Debian 12
+    has 7.2) the image is linked with CCM=0, everything in SRAM, which must then fit there."""
+    arena = int(res.report["arena_bytes"])
+    where = placement(board, arena)
+    if board.ccm is None or "ccm" not in where.values() or serial_link.qemu_version(QEMU) >= (8, 0):
+        return (), where
+    b = res.report.get("budget", {})
+    need = int(b.get("static_data_bytes", 0)) + arena + max(int(b.get("stack_bound_bytes", 0)), board.stack_bytes)
+    if need > board.ram.size:
+        raise EerieError(f"model {res.name} needs the CCM on {board.name} ({need} bytes do not fit its "
+                         f"{board.ram.size} bytes of SRAM), and this QEMU (before 8.0) does not model the "
+                         f"CCM: run it with QEMU 8.0 or later, or on the board")
+    return ("CCM=0",), {"arena": "ram", "stack": "ram"}
 
 
 def firmware_stack(project: Path, target_name: str, model: str | None = None) -> dict:
@@ -158,8 +185,9 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
                  timeout: float = DEFAULT_TIMEOUT) -> tuple[list[np.ndarray], dict]:
     """Build the project, run all records in one QEMU boot, return outputs and measurements."""
     project = Path(project).resolve()
+    make_vars, where = qemu_placement(res, board)
     with stage(f"firmware build (make, arm-none-eabi-gcc) for {board.name}"):
-        elf = build_firmware(project, res.name)
+        elf = build_firmware(project, res.name, make_vars)
     sizes = elf_sizes(elf)
     n = arrays[0].shape[0]
     (project / INPUTS_FILE).write_bytes(pack_records(arrays))
@@ -187,6 +215,8 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
         # interrupts taken during it included: the figure the proven bound must cover.
         "invoke_stack_bytes": run.values["invoke_stack_bytes"],
     }
+    if board.ccm is not None:   # where the measured image had its arena and stack
+        measured["qemu_placement"] = where
     if hw >= reserve:
         raise EerieError(f"the stack overflowed its {reserve}-byte reserve on {board.name}")
     return outputs, measured

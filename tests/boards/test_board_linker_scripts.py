@@ -15,7 +15,7 @@ from eerie_c.toolchain.boards import board_names, get_board
 
 BOARDS_DIR = resource_dir("boards")
 # JSON region -> MEMORY region name used by every board's script.
-REGION_NAMES = {"flash": "FLASH", "ram": "RAM", "rodata": "ROFLASH"}
+REGION_NAMES = {"flash": "FLASH", "ram": "RAM", "rodata": "ROFLASH", "ccm": "CCM"}
 UNITS = {"": 1, "K": 1024, "M": 1024 * 1024}
 
 
@@ -70,5 +70,10 @@ def test_linker_script_matches_board_json(board):
     # Constants (.rodata) live in the rodata region when the board has one, else in flash.
     rodata_to = re.search(r"^\s*\.rodata\s*:.*?\}\s*>\s*(\w+)", ld, re.M | re.S).group(1)
     assert rodata_to == ("ROFLASH" if spec.get("rodata") else "FLASH")
-    # The stack sits at the top of the RAM region the JSON describes.
-    assert "__stack_top__ = ORIGIN(RAM) + LENGTH(RAM);" in ld
+    # The stack sits at the top of the RAM region the JSON describes (or of the CCM, when the
+    # board has one and the firmware's Makefile puts it there).
+    if spec.get("ccm"):
+        assert ("__stack_top__ = __eerie_stack_in_ccm__ ? ORIGIN(CCM) + LENGTH(CCM) : "
+                "ORIGIN(RAM) + LENGTH(RAM);") in ld
+    else:
+        assert "__stack_top__ = ORIGIN(RAM) + LENGTH(RAM);" in ld
