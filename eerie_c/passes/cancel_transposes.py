@@ -11,13 +11,19 @@ to a fixed point:
 * pushes a TRANSPOSE down through an element-wise op it alone feeds (unary ops; binary and
   select ops whose other operands are constants, which are permuted at compile time, or are
   fed by the same permutation), through reductions over constant axes (the axes are
-  renumbered) and through CONCATENATION of equally permuted inputs (the axis is renumbered),
-  so that it meets its inverse;
-* drops a TRANSPOSE whose result nobody reads.
+  renumbered), through PAD with constant paddings (the rows of paddings are permuted) and
+  through CONCATENATION of equally permuted inputs (the axis is renumbered), so that it meets
+  its inverse;
+* drops a TRANSPOSE whose result nobody reads;
+* then, for a TRANSPOSE read by several ops (a residual: `x + f(pad(x))`), tries one copy per
+  reader on a copy of the graph and keeps the result if fewer elements are transposed in the
+  end (each copy can then meet its own inverse).
 
 Everything here is exact: values are only moved, never recomputed differently.
 """
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -30,6 +36,7 @@ NARY = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", 
         "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
         "SELECT_V2"}
 REDUCE = {"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"}
+PADS = {"PAD", "PADV2", "MIRROR_PAD"}
 
 
 def _perm(g: Graph, op: Op) -> list[int] | None:
@@ -175,6 +182,15 @@ def _push(g: Graph, rw: _Rewriter, k: int, t: Op, perm, u: Op, readers, pinned) 
                           Op("TRANSPOSE", [mid, pc], [y], {}, t.name, t.index)]
         del g.ops[k]
         return True
+    elif u.kind in PADS and u.inputs[0] == b and len(u.inputs) > 1 and g.t(u.inputs[1]).is_const:
+        # y = pad(transpose(a)): pad a with row perm[i] of y's paddings at its dim perm[i].
+        pads = np.asarray(g.t(u.inputs[1]).data)
+        if pads.shape != (len(perm), 2):
+            return False
+        moved = np.empty_like(pads)
+        moved[perm] = pads
+        new_ins = [a, rw.fresh(u.inputs[1], moved.shape, g.t(u.inputs[1]).dtype, moved)] + list(u.inputs[2:])
+        new_shape = tuple(yshape[i] for i in inv)
     elif u.kind == "CONCATENATION":
         rank = len(perm)
         new_ins = []
@@ -221,6 +237,34 @@ def _drop_feeding_transposes(g: Graph, inputs, b):
             del g.ops[_index(g.ops, p)]
 
 
+def _fixed_point(g: Graph, rw: _Rewriter) -> None:
+    for _ in range(10 * len(g.ops) + 100):
+        if not _step(g, rw):
+            break
+
+
+def _transposed_elements(g: Graph) -> int:
+    return sum(g.t(op.outputs[0]).size for op in g.ops if op.kind == "TRANSPOSE")
+
+
+def _split(g: Graph, rw: _Rewriter, t: Op) -> bool:
+    """One copy of TRANSPOSE t per op that reads its result (not for outputs, region reads,
+    or readers with regions)."""
+    b = t.outputs[0]
+    readers = [op for op in g.ops if b in op.inputs]
+    if len(readers) < 2 or b in g.outputs or b in _region_reads(g) or any(r.regions for r in readers):
+        return False
+    k = _index(g.ops, t)
+    copies = []
+    for n, r in enumerate(readers):
+        bn = rw.fresh(b, g.t(b).shape)
+        copies.append(Op("TRANSPOSE", list(t.inputs), [bn], {}, f"{t.name}_{n}", t.index))
+        g.ops[_index(g.ops, r)] = Op(r.kind, [bn if i == b else i for i in r.inputs], list(r.outputs),
+                                     dict(r.attrs), r.name, r.index, subgraph=r.subgraph)
+    g.ops[k:k + 1] = copies
+    return True
+
+
 def cancel_transposes(g: Graph) -> Graph:
     for op in g.ops:
         for r in op.regions:
@@ -228,7 +272,20 @@ def cancel_transposes(g: Graph) -> Graph:
     if not any(op.kind == "TRANSPOSE" for op in g.ops):
         return g
     rw = _Rewriter(g)
-    for _ in range(10 * len(g.ops) + 100):
-        if not _step(g, rw):
-            break
-    return g
+    _fixed_point(g, rw)
+    tried: set[str] = set()
+    while True:
+        shared = [op for op in g.ops if op.kind == "TRANSPOSE" and op.outputs[0] not in tried
+                  and sum(op.outputs[0] in o.inputs for o in g.ops) > 1]
+        if not shared:
+            return g
+        t = shared[0]
+        tried.add(t.outputs[0])
+        trial = copy.copy(g)
+        trial.ops, trial.tensors = list(g.ops), dict(g.tensors)
+        trw = _Rewriter(trial)
+        if _split(trial, trw, t):
+            _fixed_point(trial, trw)
+            if _transposed_elements(trial) < _transposed_elements(g):
+                g.ops, g.tensors = trial.ops, trial.tensors
+                rw = _Rewriter(g)

@@ -117,8 +117,10 @@ def _conv(L: Lowerer, node, x, w, b, stride, padding, dilation, transposed, outp
     rank = len(L.t(x).shape)
     one_d = rank == 3
     if one_d:   # conv1d: a conv2d over a height of one
+        # NCW -> NWC by a 3-D transpose, then a height of one: between two conv1d layers the
+        # transposes then meet across PAD, ADD and the like (passes/cancel_transposes.py).
         n, c, length = L.t(x).shape
-        x = L.reshape(x, (n, c, 1, length))
+        x = L.reshape(L.transpose(x, [0, 2, 1]), (n, 1, length, c))
         w = w.unsqueeze(2)
         stride, padding, dilation = [1, stride[0]], [0, padding[0]], [1, dilation[0]]
     elif rank != 4:
@@ -133,9 +135,9 @@ def _conv(L: Lowerer, node, x, w, b, stride, padding, dilation, transposed, outp
         L.folded_bn[bn] = True
     k = list(w.shape[2:])
     s, d, p = _pairs(stride), _pairs(dilation), _pairs(padding)
-    xn = _nchw_in(L, x, what)
+    xn = x if one_d else _nchw_in(L, x, what)
     out_c, in_per_group = w.shape[0], w.shape[1]
-    in_c = L.t(x).shape[1]
+    in_c = L.t(xn).shape[3]
     xin, pad = _geometry(L, xn, k, s, d, p, what)
     n = L.t(xin).shape[0]
     oshape = L.meta_shape()
@@ -167,10 +169,9 @@ def _conv(L: Lowerer, node, x, w, b, stride, padding, dilation, transposed, outp
             bi = b[gi * og:(gi + 1) * og] if b is not None else None
             parts.append(conv(xs, wi, bi, "CONV_2D"))
         y = L.op("CONCATENATION", parts, nhwc, "float32", {"axis": 3, "fused_activation_function": "NONE"})
-    y = _nchw_out(L, y)
-    if one_d:
-        y = L.reshape(y, L.meta_shape())
-    return y
+    if one_d:   # NHWC with a height of one -> NWC -> NCW
+        return L.transpose(L.reshape(y, (n, nhwc[2], out_c)), [0, 2, 1])
+    return _nchw_out(L, y)
 
 
 def _conv_transpose(L: Lowerer, node, x, w, b, stride, padding, dilation, output_padding, groups):
