@@ -205,3 +205,13 @@ def test_arena_and_stack_placement():
     with pytest.raises(EerieError, match=r"RAM needs \d+ bytes \(arena 131000 \+ static data .*but the "
                                          r"board has 131072"):
         check_budget(brd, "m", {**report, "arena_bytes": 131000})
+
+
+def test_dynamic_sizes_are_refused_in_one_line():
+    """The UART harness passes fixed-size records only: a program with dynamic sizes (torch
+    Dim) on this board is a clear error, not a semihosting harness that cannot link."""
+    from types import SimpleNamespace
+    from eerie_c.toolchain.firmware import firmware_files
+    res = SimpleNamespace(graph=SimpleNamespace(dynamic_dims=["n"]), report={"arena_bytes": 0})
+    with pytest.raises(EerieError, match="does not yet pass dynamic sizes: use a semihosting board"):
+        firmware_files(res, get_board(BOARD))
