@@ -84,6 +84,8 @@ def _custom_attrs(op) -> dict:
     if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
         return {}
     value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    if isinstance(value, list):   # options TFLM reads by position (CIRCULAR_BUFFER's)
+        return {"custom_vector": [v for v in value if isinstance(v, (bool, int, float))]}
     return dict(value) if isinstance(value, dict) else {}
 
 
