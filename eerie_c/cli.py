@@ -230,8 +230,9 @@ def ops_table(markdown: bool = False) -> str:
     internal = sorted(k for k in reg if k not in in_models)
 
     def cells(kind):
-        if kind in FRONTEND_OPS:
-            return ["any"] * len(dtypes)
+        if kind in FRONTEND_OPS:   # "any", or the one dtype the frontend reads
+            v = FRONTEND_OPS[kind]
+            return ["any" if v == "any" else ("yes" if d == v else "") for d in dtypes]
         info = reg[kind]
         return [info.schemes.get(d, "yes") if d in info.dtypes else "" for d in dtypes]
 

@@ -180,6 +180,9 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
     tensors, ir_ops, inputs, outputs, resources = _read_subgraph(model, buf, 0, codes, loc)
     g = Graph(name=name, tensors=tensors, ops=ir_ops, inputs=inputs, outputs=outputs)
+    # compressed constants (TFLM_DECODE) are constants: decoded here, before validation
+    from .tflm_decode import fold_decode
+    g = fold_decode(g)
     if resources or any(op.kind in CONTROL_KINDS for op in ir_ops):
         # IF / WHILE / CALL_ONCE subgraphs inlined as regions, resource variables as state.
         def read(s: int, prefix: str):
