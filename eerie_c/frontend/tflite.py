@@ -29,7 +29,7 @@ _ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH",
 _SKIP_GETTERS = ("Init", "GetRootAs")
 # Custom operators with a kernel: their kind is the custom code itself (others read as
 # "CUSTOM:<code>", which no kernel registers), and their flexbuffer options become attrs.
-KNOWN_CUSTOM = ("TFLite_Detection_PostProcess",)
+KNOWN_CUSTOM = ("TFLite_Detection_PostProcess", "CIRCULAR_BUFFER")
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
              "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32}
 
@@ -155,13 +155,16 @@ def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Gra
 
 def _custom_attrs(o) -> dict:
     """A known custom operator's options: the flexbuffer map of its custom_options, with
-    plain Python values (numbers, bools, strings) only."""
+    plain Python values (numbers, bools, strings) only; a flexbuffer vector (TFLM reads some
+    options by position) is kept as attrs["custom_vector"]."""
     if o.CustomOptionsIsNone() or o.CustomOptionsLength() == 0:
         return {}
     from flatbuffers import flexbuffers
     m = flexbuffers.Loads(bytes(o.CustomOptionsAsNumpy()))
+    if isinstance(m, list):
+        return {"custom_vector": [v for v in m if isinstance(v, (bool, int, float))]}
     if not isinstance(m, dict):
-        raise malformed("custom options are not a flexbuffer map")
+        raise malformed("custom options are neither a flexbuffer map nor a vector")
     return {str(k): v for k, v in m.items() if isinstance(v, (bool, int, float, str))}
 
 

@@ -88,6 +88,13 @@ def gap_model():
                       num_classes=2, y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0))
     for t, label in zip(dets, ("boxes", "classes", "scores", "count")):
         out(t, f"TFLite_Detection_PostProcess {label}")
+    # the buffer (a variable tensor) carries over from the first inference to the second
+    frame = inp([1, 1, 1, 3], "int8", random_inputs([1, 1, 1, 3], "int8", 2, seed=6), **Q8)
+    buf = mb.tensor([1, 4, 1, 3], "int8", variable=True, **Q8)
+    mb.custom_op("CIRCULAR_BUFFER", [frame], [buf], {"cycles_max": 1})
+    y = mb.tensor([1, 4, 1, 3], "int8", **Q8)
+    mb.op("QUANTIZE", [buf], [y])
+    out(y, "CIRCULAR_BUFFER")
     return mb.build(), feeds, labels
 
 
