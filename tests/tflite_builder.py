@@ -17,9 +17,10 @@ from ai_edge_litert import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "int16": fb.TensorType.INT16,
          "int32": fb.TensorType.INT32, "uint8": fb.TensorType.UINT8, "int64": fb.TensorType.INT64,
-         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE, "uint32": fb.TensorType.UINT32}
+         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE, "uint32": fb.TensorType.UINT32,
+         "uint64": fb.TensorType.UINT64}
 NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_, "uint32": np.uint32}
+      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 ACT = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 PAD = {"SAME": 0, "VALID": 1}
 

@@ -55,6 +55,8 @@ def c_int(v: int, ctype: str) -> str:
         return f"INT64_C({v})"
     if ctype == "uint32_t":
         return f"{v}u"
+    if ctype == "uint64_t":
+        return f"UINT64_C({v})"
     return str(v)
 
 

@@ -22,16 +22,17 @@ _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.start
 _OPERATORS = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 _OPTIONS = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 _DTYPES = {"INT8": "int8", "UINT8": "uint8", "INT16": "int16", "INT32": "int32",
-           "INT64": "int64", "FLOAT32": "float32", "BOOL": "bool", "UINT32": "uint32"}
+           "INT64": "int64", "FLOAT32": "float32", "BOOL": "bool", "UINT32": "uint32", "UINT64": "uint64"}
 _PADDING = {0: "SAME", 1: "VALID"}
 _ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH",
                5: "SIGN_BIT", 6: "SIGMOID"}
 _SKIP_GETTERS = ("Init", "GetRootAs")
 # Custom operators with a kernel: their kind is the custom code itself (others read as
 # "CUSTOM:<code>", which no kernel registers), and their flexbuffer options become attrs.
-KNOWN_CUSTOM = ("TFLite_Detection_PostProcess", "CIRCULAR_BUFFER")
+KNOWN_CUSTOM = ("TFLite_Detection_PostProcess", "CIRCULAR_BUFFER", "SignalWindow", "SignalEnergy",
+                "SignalFftAutoScale", "SignalFilterBankSquareRoot")
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32}
+             "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 
 
 def _snake(name: str) -> str:

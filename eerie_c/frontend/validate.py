@@ -46,7 +46,7 @@ MAX_TENSOR_BYTES = 2 ** 31 - 1  # arena offsets must fit an int too
 FUSED_OK = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")
 _INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
               "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 31, 2 ** 31 - 1),
-              "uint32": (0, 2 ** 32 - 1)}
+              "uint32": (0, 2 ** 32 - 1), "uint64": (0, 2 ** 64 - 1)}
 
 
 def malformed(what: str, where: str = "") -> EerieError:

@@ -14,11 +14,11 @@ import numpy as np
 # IR dtype -> C type and numpy type.
 DTYPE_C = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t",
-    "int64": "int64_t", "float32": "float", "bool": "uint8_t", "uint32": "uint32_t",
+    "int64": "int64_t", "float32": "float", "bool": "uint8_t", "uint32": "uint32_t", "uint64": "uint64_t",
 }
 DTYPE_NP = {
     "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-    "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32,
+    "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64,
 }
 
 

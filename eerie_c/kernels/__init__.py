@@ -94,7 +94,7 @@ SCHEMES = {
             "quantization (int16 weights are not supported)",
 }
 
-CTYPE_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+CTYPE_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "uint64_t": 8,
               "int64_t": 8, "float": 4}
 
 

@@ -1,0 +1,122 @@
+"""TFLM's Signal library (audio front-end custom ops), the stateless ones:
+
+- SignalWindow: int16 frames times an int16 window, >> shift, saturated to int16 (the window
+  repeats along the input);
+- SignalEnergy: |re|^2 + |im|^2 of an int16 complex spectrum into uint32, for the bins
+  [start_index, end_index) (TFLM leaves the others unwritten; they are 0 here);
+- SignalFftAutoScale: the int16 input shifted left as far as its largest magnitude allows,
+  and that shift (int32 scalar) as the second output;
+- SignalFilterBankSquareRoot: the library's integer square root of uint64 channel energies,
+  >> scale_bits (an int32 scalar tensor), into uint32.
+Options come from the op's flexbuffer map (frontend/tflite.py). The integer arithmetic is the
+library's, including its wrap-arounds (the energy of -32768 + -32768i wraps in int32 there,
+and its uint32 bits are the same here) and the 32-bit square-root shortcut.
+"""
+from __future__ import annotations
+
+from ..errors import EerieError
+from . import Lowered, kernel
+
+
+def _need(op, cond, msg):
+    if not cond:
+        raise EerieError(f"{op.kind} (op {op.index}): {msg}")
+
+
+@kernel("SignalWindow", dtypes=("int16",))
+def lower_window(op, g, ctx):
+    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    _need(op, x.dtype == w.dtype == y.dtype == "int16" and len(w.shape) == 1
+          and x.size == y.size and w.size and x.size % w.size == 0,
+          "int16 frames, a 1-D int16 window dividing them, an int16 output")
+    shift = int(op.attrs.get("shift", (op.attrs.get("custom_vector") or [0])[0]))
+    _need(op, 0 <= shift < 32, f"shift {shift}")
+    inputs = [x.id]
+    if w.is_const:
+        win = ctx.tensor_const(w, "window")
+    else:
+        inputs.append(w.id)
+        win = "in1"
+    n, m = x.size, w.size
+    body = (f"int i;\n"
+            f"for (i = 0; i < {n}; ++i) {{\n"
+            f"    int32_t v = ((int32_t)in0[i] * {win}[i % {m}]) >> {shift};\n"
+            f"    v = v < -32768 ? -32768 : (v > 32767 ? 32767 : v);\n"
+            f"    out0[i] = (int16_t)v;\n"
+            f"}}")
+    return Lowered(body=body, inputs=inputs, outputs=[y.id])
+
+
+@kernel("SignalEnergy", dtypes=("int16",))
+def lower_energy(op, g, ctx):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    _need(op, x.dtype == "int16" and y.dtype == "uint32" and len(x.shape) == len(y.shape) == 1,
+          "a 1-D int16 complex spectrum in, a 1-D uint32 energy out")
+    vec = op.attrs.get("custom_vector") or []
+    end = int(op.attrs.get("end_index", vec[0] if vec else y.size))
+    start = int(op.attrs.get("start_index", vec[1] if len(vec) > 1 else 0))
+    _need(op, 0 <= start <= end <= y.size and 2 * end <= x.size,
+          f"bins [{start}, {end}) outside the {y.size} outputs / {x.size // 2} input bins")
+    body = (f"int i;\n"
+            f"for (i = 0; i < {y.size}; ++i) {{\n"
+            f"    out0[i] = 0;\n"
+            f"}}\n"
+            f"for (i = {start}; i < {end}; ++i) {{\n"
+            f"    const int32_t re = in0[2 * i], im = in0[2 * i + 1];\n"
+            f"    /* the library sums in int32; the same bits, without signed overflow */\n"
+            f"    out0[i] = (uint32_t)(re * re) + (uint32_t)(im * im);\n"
+            f"}}")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id])
+
+
+@kernel("SignalFftAutoScale", dtypes=("int16",))
+def lower_fft_auto_scale(op, g, ctx):
+    x, y, s = g.t(op.inputs[0]), g.t(op.outputs[0]), g.t(op.outputs[1])
+    _need(op, x.dtype == y.dtype == "int16" and s.dtype == "int32" and s.size == 1
+          and x.size == y.size, "int16 in and out and an int32 scale")
+    n = x.size
+    body = (f"int i, bits;\n"
+            f"int16_t max = 0;\n"
+            f"uint32_t m;\n"
+            f"/* the largest magnitude, as the library finds it (-(-32768) wraps to -32768) */\n"
+            f"for (i = 0; i < {n}; ++i) {{\n"
+            f"    if (in0[i] > max) {{\n"
+            f"        max = in0[i];\n"
+            f"    }} else if (-in0[i] > max) {{\n"
+            f"        max = (int16_t)-in0[i];\n"
+            f"    }}\n"
+            f"}}\n"
+            f"/* 15 minus its bit count: the left shift that keeps it in int16 */\n"
+            f"m = (uint32_t)(int32_t)max;\n"
+            f"for (bits = 32; bits > 0; --bits) {{\n"
+            f"    if ((m >> (bits - 1)) & 1u) {{\n"
+            f"        break;\n"
+            f"    }}\n"
+            f"}}\n"
+            f"bits = m == 0 ? -1 : 15 - bits;\n"
+            f"bits = bits < 0 ? 0 : bits;\n"
+            f"for (i = 0; i < {n}; ++i) {{\n"
+            f"    out0[i] = (int16_t)(in0[i] * (1 << bits));\n"
+            f"}}\n"
+            f"out1[0] = bits;")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id, s.id])
+
+
+@kernel("SignalFilterBankSquareRoot", dtypes=("uint64",))
+def lower_filter_bank_sqrt(op, g, ctx):
+    x, sb, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    _need(op, x.dtype == "uint64" and sb.dtype == "int32" and sb.size == 1
+          and y.dtype == "uint32" and x.size == y.size, "uint64 energies, an int32 scale, uint32 out")
+    inputs = [x.id]
+    if sb.is_const:
+        shift = str(int(sb.data.reshape(-1)[0]))
+    else:
+        inputs.append(sb.id)
+        shift = "in1[0]"
+    body = (f"int i;\n"
+            f"const int32_t s = {shift};\n"
+            f"for (i = 0; i < {x.size}; ++i) {{\n"
+            f"    const uint32_t r = eerie_sqrt64(in0[i]);\n"
+            f"    out0[i] = s >= 0 && s < 32 ? r >> s : 0;\n"
+            f"}}")
+    return Lowered(body=body, inputs=inputs, outputs=[y.id], helpers={"signal_sqrt"})

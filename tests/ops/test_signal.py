@@ -1,0 +1,66 @@
+"""TFLM's Signal library ops (custom) vs TFLM: SignalWindow, SignalEnergy, SignalFftAutoScale
+and SignalFilterBankSquareRoot, with full-range values and their corners (int16 extremes,
+-32768 in the auto-scale's maximum, uint64 energies above 2^32 and the 32-bit shortcut)."""
+import numpy as np
+import pytest
+
+from conftest import assert_matches_tflm, eerie_run, tflm_run
+from tflite_builder import ModelBuilder
+
+RNG = np.random.default_rng(0)
+
+
+def one_op(code, ins, outs, options=None, consts=()):
+    """ins: [(shape, dtype)], consts: {index: array}; outs: [(shape, dtype)]."""
+    mb = ModelBuilder()
+    consts = dict(consts)
+    ids = [mb.const(consts[k], dt) if k in consts else mb.input(shape, dt)
+           for k, (shape, dt) in enumerate(ins)]
+    o = [mb.tensor(shape, dt) for shape, dt in outs]
+    mb.custom_op(code, ids, o, options)
+    for t in o:
+        mb.output(t)
+    return mb.build()
+
+
+@pytest.mark.parametrize("shift,const", [(12, True), (0, False), (15, True)])
+def test_window(tmp_path, shift, const):
+    win = RNG.integers(-32768, 32768, 8).astype(np.int16)
+    model = one_op("SignalWindow", [([24], "int16"), ([8], "int16")], [([24], "int16")],
+                   {"shift": shift}, {1: win} if const else {})
+    x = RNG.integers(-32768, 32768, (3, 24)).astype(np.int16)
+    x[0, :3] = [-32768, 32767, 0]
+    feeds = [x] if const else [x, np.stack([win] * 3)]
+    assert_matches_tflm(model, feeds, tmp_path)
+
+
+def test_energy(tmp_path):
+    model = one_op("SignalEnergy", [([34], "int16")], [([17], "uint32")],
+                   {"start_index": 2, "end_index": 15})
+    x = RNG.integers(-32768, 32768, (3, 34)).astype(np.int16)
+    x[0, 4:8] = [-32768, -32768, 32767, -32768]       # the int32 sum wraps in the library
+    ref = tflm_run(model, [x])[0]
+    got, _ = eerie_run(model, [x], tmp_path)
+    np.testing.assert_array_equal(got[0][:, 2:15], ref[:, 2:15])   # TFLM writes these bins only
+    assert not got[0][:, :2].any() and not got[0][:, 15:].any()
+
+
+def test_fft_auto_scale(tmp_path):
+    model = one_op("SignalFftAutoScale", [([16], "int16")], [([16], "int16"), ([], "int32")])
+    x = np.zeros((5, 16), np.int16)
+    x[0] = RNG.integers(-300, 300, 16)
+    x[1] = RNG.integers(-5, 5, 16)
+    x[2, 3] = -32768                                   # the maximum wraps
+    x[3] = RNG.integers(-32768, 32768, 16)             # no room: shift 0
+    assert_matches_tflm(model, [x], tmp_path)          # x[4]: all zero
+
+
+@pytest.mark.parametrize("const_shift", [True, False])
+def test_filter_bank_square_root(tmp_path, const_shift):
+    model = one_op("SignalFilterBankSquareRoot", [([12], "uint64"), ([], "int32")],
+                   [([12], "uint32")], None, {1: np.array(3, np.int32)} if const_shift else {})
+    x = np.concatenate([RNG.integers(0, 2 ** 32, (3, 6), dtype=np.uint64),
+                        RNG.integers(2 ** 32, 2 ** 63, (3, 6), dtype=np.uint64)], 1)
+    x[0, :4] = [0, 1, 2 ** 32 - 1, 2 ** 64 - 1]
+    feeds = [x] if const_shift else [x, np.array([0, 5, 31], np.int32).reshape(3)]
+    assert_matches_tflm(model, feeds, tmp_path)
