@@ -95,6 +95,23 @@ def gap_model():
     y = mb.tensor([1, 4, 1, 3], "int8", **Q8)
     mb.op("QUANTIZE", [buf], [y])
     out(y, "CIRCULAR_BUFFER")
+    # the Signal library's stateless ops
+    pcm = inp([16], "int16", rng.integers(-32768, 32768, (2, 16)).astype(np.int16))
+    win = mb.const(rng.integers(-32768, 32768, 8).astype(np.int16), "int16")
+    y = mb.tensor([16], "int16")
+    mb.custom_op("SignalWindow", [pcm, win], [y], {"shift": 12})
+    out(y, "SignalWindow")
+    y = mb.tensor([8], "uint32")
+    mb.custom_op("SignalEnergy", [pcm], [y], {"start_index": 0, "end_index": 8})
+    out(y, "SignalEnergy")
+    y, bits = mb.tensor([16], "int16"), mb.tensor([], "int32")
+    mb.custom_op("SignalFftAutoScale", [pcm], [y, bits])
+    out(y, "SignalFftAutoScale")
+    out(bits, "SignalFftAutoScale bits")
+    e64 = inp([6], "uint64", rng.integers(0, 2 ** 62, (2, 6), dtype=np.uint64))
+    y = mb.tensor([6], "uint32")
+    mb.custom_op("SignalFilterBankSquareRoot", [e64, mb.const(np.array(2, np.int32), "int32")], [y])
+    out(y, "SignalFilterBankSquareRoot")
     return mb.build(), feeds, labels
 
 
