@@ -7,12 +7,19 @@
 - SignalFftAutoScale: the int16 input shifted left as far as its largest magnitude allows,
   and that shift (int32 scalar) as the second output;
 - SignalFilterBankSquareRoot: the library's integer square root of uint64 channel energies,
-  >> scale_bits (an int32 scalar tensor), into uint32.
+  >> scale_bits (an int32 scalar tensor), into uint32;
+- SignalFilterBankLog: the library's fixed-point natural log of uint32 channels (<< the input
+  correction bits, wrapping), times output_scale / 2^16, saturated to int16 (0 for inputs
+  <= 1). Its log2 correction table (log2(1 + f) - f at 129 points, Q16) is computed here.
 Options come from the op's flexbuffer map (frontend/tflite.py). The integer arithmetic is the
 library's, including its wrap-arounds (the energy of -32768 + -32768i wraps in int32 there,
 and its uint32 bits are the same here) and the 32-bit square-root shortcut.
 """
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 from ..errors import EerieError
 from . import Lowered, kernel
@@ -120,3 +127,50 @@ def lower_filter_bank_sqrt(op, g, ctx):
             f"    out0[i] = s >= 0 && s < 32 ? r >> s : 0;\n"
             f"}}")
     return Lowered(body=body, inputs=inputs, outputs=[y.id], helpers={"signal_sqrt"})
+
+
+def log2_correction_table() -> np.ndarray:
+    """log2(1 + i/128) - i/128 in Q16, rounded, for i = 0..128, and a padding 0."""
+    v = [int(math.floor(65536 * (math.log2(1 + i / 128) - i / 128) + 0.5)) for i in range(129)]
+    return np.array(v + [0], np.uint16)
+
+
+@kernel("SignalFilterBankLog", dtypes=("uint32",))
+def lower_filter_bank_log(op, g, ctx):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    _need(op, x.dtype == "uint32" and y.dtype == "int16" and len(x.shape) == len(y.shape) == 1
+          and x.size == y.size, "1-D uint32 channels in, int16 out")
+    vec = op.attrs.get("custom_vector") or []
+    corr = int(op.attrs.get("input_correction_bits", vec[0] if vec else 0))
+    scale = int(op.attrs.get("output_scale", vec[1] if len(vec) > 1 else 1))
+    _need(op, 0 <= corr < 32, f"input_correction_bits {corr}")
+    lut = ctx.const(log2_correction_table(), "uint16_t", "log2_lut",
+                    "log2(1 + i/128) - i/128, Q16")
+    body = (f"int i, msb;\n"
+            f"for (i = 0; i < {x.size}; ++i) {{\n"
+            f"    const uint32_t v = in0[i] << {corr};\n"
+            f"    uint32_t ln;\n"
+            f"    int32_t frac, c0, c1;\n"
+            f"    uint32_t seg;\n"
+            f"    if (v <= 1) {{\n"
+            f"        out0[i] = 0;\n"
+            f"        continue;\n"
+            f"    }}\n"
+            f"    for (msb = 32; msb > 0; --msb) {{\n"
+            f"        if ((v >> (msb - 1)) & 1u) {{\n"
+            f"            break;\n"
+            f"        }}\n"
+            f"    }}\n"
+            f"    /* log2 = (msb - 1) + fraction: the mantissa in Q16 plus the table's correction */\n"
+            f"    frac = (int32_t)(v - ((uint32_t)1 << (msb - 1)));\n"
+            f"    frac = msb - 1 < 16 ? frac * (1 << (16 - (msb - 1))) : frac >> ((msb - 1) - 16);\n"
+            f"    seg = (uint32_t)frac >> 9;\n"
+            f"    c0 = {lut}[seg];\n"
+            f"    c1 = {lut}[seg + 1];\n"
+            f"    ln = ((uint32_t)(msb - 1) << 16) + (uint32_t)(frac + c0 + (((c1 - c0) * (frac - (int32_t)(512 * seg))) >> 16));\n"
+            f"    /* to a natural log (x 45426 / 2^16 = ln 2), then to the output scale */\n"
+            f"    ln = (uint32_t)((UINT64_C(45426) * ln + 32768u) >> 16);\n"
+            f"    ln = ({scale}u * ln + 32768u) >> 16;\n"
+            f"    out0[i] = (int16_t)(ln < 32767u ? ln : 32767u);\n"
+            f"}}")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id])

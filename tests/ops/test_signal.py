@@ -64,3 +64,15 @@ def test_filter_bank_square_root(tmp_path, const_shift):
     x[0, :4] = [0, 1, 2 ** 32 - 1, 2 ** 64 - 1]
     feeds = [x] if const_shift else [x, np.array([0, 5, 31], np.int32).reshape(3)]
     assert_matches_tflm(model, feeds, tmp_path)
+
+
+@pytest.mark.parametrize("corr,scale", [(3, 1600), (0, 1 << 16), (7, 50000)])
+def test_filter_bank_log(tmp_path, corr, scale):
+    model = one_op("SignalFilterBankLog", [([40], "uint32")], [([40], "int16")],
+                   {"input_correction_bits": corr, "output_scale": scale})
+    x = np.concatenate([RNG.integers(0, 2 ** 32, (3, 20), dtype=np.uint64),
+                        2 ** RNG.integers(0, 32, (3, 20)).astype(np.uint64)
+                        + RNG.integers(0, 3, (3, 20)).astype(np.uint64)], 1)
+    x = np.minimum(x, 2 ** 32 - 1).astype(np.uint32)
+    x[0, :6] = [0, 1, 2, 3, 65535, 65536]
+    assert_matches_tflm(model, [x], tmp_path)
