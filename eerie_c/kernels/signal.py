@@ -8,6 +8,10 @@
   and that shift (int32 scalar) as the second output;
 - SignalFilterBankSquareRoot: the library's integer square root of uint64 channel energies,
   >> scale_bits (an int32 scalar tensor), into uint32;
+- SignalFilterBank: uint32 spectrum bins into uint64 mel channels; each channel adds its band
+  times the triangular weights and the previous channel's band times the "unweights" (the
+  library's two accumulators, channel 0 being scratch). The band tables are constants, so the
+  terms are listed here and the C is one loop over them (uint64 sums wrap like the library's);
 - SignalFilterBankLog: the library's fixed-point natural log of uint32 channels (<< the input
   correction bits, wrapping), times output_scale / 2^16, saturated to int16 (0 for inputs
   <= 1). Its log2 correction table (log2(1 + f) - f at 129 points, Q16) is computed here.
@@ -172,5 +176,43 @@ def lower_filter_bank_log(op, g, ctx):
             f"    ln = (uint32_t)((UINT64_C(45426) * ln + 32768u) >> 16);\n"
             f"    ln = ({scale}u * ln + 32768u) >> 16;\n"
             f"    out0[i] = (int16_t)(ln < 32767u ? ln : 32767u);\n"
+            f"}}")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id])
+
+
+@kernel("SignalFilterBank", dtypes=("uint32",))
+def lower_filter_bank(op, g, ctx):
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    tables = [g.t(t) for t in op.inputs[1:6]]
+    _need(op, len(tables) == 5 and all(t.is_const and t.dtype == "int16" for t in tables),
+          "weights, unweights and the channel start / weight start / width tables must be "
+          "constant int16 tensors")
+    _need(op, x.dtype == "uint32" and y.dtype == "uint64" and len(x.shape) == len(y.shape) == 1,
+          "1-D uint32 spectrum in, uint64 channels out")
+    w, uw, fs, ws, wd = (np.asarray(t.data).reshape(-1).astype(np.int64) for t in tables)
+    n = int(op.attrs.get("num_channels", (op.attrs.get("custom_vector") or [y.size])[0]))
+    _need(op, n == y.size and len(fs) >= n + 1 and len(ws) >= n + 1 and len(wd) >= n + 1,
+          f"{n} channels for an output of {y.size} and tables of {len(fs)}")
+    t_out, t_in, t_w = [], [], []
+    for ch in range(n + 1):
+        for j in range(int(wd[ch])):
+            f, k = int(fs[ch] + j), int(ws[ch] + j)
+            _need(op, 0 <= f < x.size and 0 <= k < min(len(w), len(uw)),
+                  f"channel {ch} reads bin {f} / weight {k} out of range")
+            if ch >= 1:                         # weighted into this channel
+                t_out.append(ch - 1), t_in.append(f), t_w.append(int(w[k]))
+            if ch < n:                          # unweighted into the next one
+                t_out.append(ch), t_in.append(f), t_w.append(int(uw[k]))
+    if not t_out:
+        return Lowered(body=f"memset(out0, 0, {y.size} * sizeof(uint64_t));", inputs=[x.id],
+                       outputs=[y.id])
+    c_out = ctx.const(np.array(t_out, np.int16), "int16_t", "term_channel", "output channel per term")
+    c_in = ctx.const(np.array(t_in, np.int16), "int16_t", "term_bin", "spectrum bin per term")
+    c_w = ctx.const(np.array(t_w, np.int16), "int16_t", "term_weight", "weight or unweight per term")
+    body = (f"int i;\n"
+            f"memset(out0, 0, {y.size} * sizeof(uint64_t));\n"
+            f"/* every (channel, bin, weight) term of the triangular filters */\n"
+            f"for (i = 0; i < {len(t_out)}; ++i) {{\n"
+            f"    out0[{c_out}[i]] += (uint64_t)(int64_t){c_w}[i] * (uint64_t)in0[{c_in}[i]];\n"
             f"}}")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

@@ -76,3 +76,26 @@ def test_filter_bank_log(tmp_path, corr, scale):
     x = np.minimum(x, 2 ** 32 - 1).astype(np.uint32)
     x[0, :6] = [0, 1, 2, 3, 65535, 65536]
     assert_matches_tflm(model, [x], tmp_path)
+
+
+def filter_bank_tables(n_ch=6, bins=33):
+    """Triangular mel-like bands: channel i spans [start_i, start_{i+1}), weights falling."""
+    edges = np.linspace(1, bins - 2, n_ch + 2).astype(int)
+    fs, ws, wd, w, uw = [], [], [], [], []
+    for i in range(n_ch + 1):
+        width = int(edges[i + 1] - edges[i])
+        fs.append(edges[i]), ws.append(len(w)), wd.append(width)
+        ramp = np.linspace(4096, 0, width, endpoint=False).astype(int)
+        w += list(4096 - ramp)
+        uw += list(ramp)
+    t = [np.array(a, np.int16) for a in (w, uw, fs, ws, wd)]
+    t[0][0] = -5                                          # a negative weight wraps in uint64
+    return t
+
+
+def test_filter_bank(tmp_path):
+    tables = filter_bank_tables()
+    model = one_op("SignalFilterBank", [([33], "uint32")] + [(list(a.shape), "int16") for a in tables],
+                   [([6], "uint64")], {"num_channels": 6}, dict(enumerate(tables, start=1)))
+    x = RNG.integers(0, 2 ** 32, (3, 33), dtype=np.uint64).astype(np.uint32)
+    assert_matches_tflm(model, [x], tmp_path)
