@@ -12,6 +12,9 @@
   times the triangular weights and the previous channel's band times the "unweights" (the
   library's two accumulators, channel 0 being scratch). The band tables are constants, so the
   terms are listed here and the C is one loop over them (uint64 sums wrap like the library's);
+- SignalPCAN: per-channel automatic gain control: a gain from the noise estimate through the
+  library's piecewise-polynomial "wide dynamic function" table, snr = (input * gain) >>
+  snr_shift, then the "shrink" curve (x^2 / 4 below 2, x - 1 above; 12 -> 6 fraction bits);
 - SignalFilterBankLog: the library's fixed-point natural log of uint32 channels (<< the input
   correction bits, wrapping), times output_scale / 2^16, saturated to int16 (0 for inputs
   <= 1). Its log2 correction table (log2(1 + f) - f at 129 points, Q16) is computed here.
@@ -216,3 +219,53 @@ def lower_filter_bank(op, g, ctx):
             f"    out0[{c_out}[i]] += (uint64_t)(int64_t){c_w}[i] * (uint64_t)in0[{c_in}[i]];\n"
             f"}}")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])
+
+
+PCAN_LUT_MIN = 4 * 32 - 6 + 3     # the table entries a 32-bit noise estimate can reach
+
+
+@kernel("SignalPCAN", dtypes=("uint32",))
+def lower_pcan(op, g, ctx):
+    x, noise, lut, y = (g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.inputs[2]),
+                        g.t(op.outputs[0]))
+    _need(op, x.dtype == noise.dtype == y.dtype == "uint32" and lut.dtype == "int16"
+          and x.size == noise.size == y.size, "uint32 channels and noise, an int16 gain table")
+    _need(op, lut.size >= PCAN_LUT_MIN, f"gain table of {lut.size} entries; a 32-bit noise "
+          f"estimate reads up to {PCAN_LUT_MIN}")
+    shift = int(op.attrs.get("snr_shift", (op.attrs.get("custom_vector") or [0])[0]))
+    _need(op, 0 <= shift < 64, f"snr_shift {shift}")
+    inputs = [x.id, noise.id]
+    if lut.is_const:
+        t = ctx.tensor_const(lut, "gain_lut")
+    else:
+        inputs.append(lut.id)
+        t = "in2"
+    body = (f"int i, msb;\n"
+            f"for (i = 0; i < {x.size}; ++i) {{\n"
+            f"    const uint32_t e = in1[i];\n"
+            f"    int32_t gain;\n"
+            f"    uint32_t snr;\n"
+            f"    if (e <= 2) {{\n"
+            f"        gain = {t}[e];\n"
+            f"    }} else {{\n"
+            f"        /* the polynomial of e's octave, at its 10-bit fraction */\n"
+            f"        const int16_t *c;\n"
+            f"        int32_t frac, r;\n"
+            f"        for (msb = 32; msb > 0; --msb) {{\n"
+            f"            if ((e >> (msb - 1)) & 1u) {{\n"
+            f"                break;\n"
+            f"            }}\n"
+            f"        }}\n"
+            f"        c = {t} + 4 * msb - 6;\n"
+            f"        frac = (int32_t)((msb < 11 ? e << (11 - msb) : e >> (msb - 11)) & 0x3FFu);\n"
+            f"        r = ((int32_t)c[2] * frac) >> 5;\n"
+            f"        r = (int32_t)((uint32_t)r + ((uint32_t)(int32_t)c[1] << 5));\n"
+            f"        r = (int32_t)((uint32_t)r * (uint32_t)frac);\n"
+            f"        r = (int32_t)((uint32_t)r + 16384u) >> 15;\n"
+            f"        gain = (int16_t)(r + c[0]);\n"
+            f"    }}\n"
+            f"    snr = (uint32_t)(((uint64_t)in0[i] * (uint32_t)gain) >> {shift});\n"
+            f"    /* shrink: x^2 / 4 below 2, x - 1 above (12 -> 6 fraction bits) */\n"
+            f"    out0[i] = snr < 8192u ? (snr * snr) >> 20 : (snr >> 6) - 64u;\n"
+            f"}}")
+    return Lowered(body=body, inputs=inputs, outputs=[y.id])

@@ -99,3 +99,18 @@ def test_filter_bank(tmp_path):
                    [([6], "uint64")], {"num_channels": 6}, dict(enumerate(tables, start=1)))
     x = RNG.integers(0, 2 ** 32, (3, 33), dtype=np.uint64).astype(np.uint32)
     assert_matches_tflm(model, [x], tmp_path)
+
+
+@pytest.mark.parametrize("const_lut", [True, False])
+def test_pcan(tmp_path, const_lut):
+    lut = RNG.integers(-32768, 32768, 125).astype(np.int16)
+    model = one_op("SignalPCAN", [([20], "uint32"), ([20], "uint32"), ([125], "int16")],
+                   [([20], "uint32")], {"snr_shift": 6}, {2: lut} if const_lut else {})
+    x = RNG.integers(0, 2 ** 32, (3, 20), dtype=np.uint64).astype(np.uint32)
+    x[:, :10] >>= RNG.integers(0, 32, (3, 10)).astype(np.uint32)
+    noise = (2 ** RNG.integers(0, 32, (3, 20)).astype(np.uint64)
+             + RNG.integers(0, 1000, (3, 20)).astype(np.uint64))
+    noise = np.minimum(noise, 2 ** 32 - 1).astype(np.uint32)
+    noise[0, :4] = [0, 1, 2, 3]
+    feeds = [x, noise] + ([] if const_lut else [np.stack([lut] * 3)])
+    assert_matches_tflm(model, feeds, tmp_path)
