@@ -114,3 +114,25 @@ def test_pcan(tmp_path, const_lut):
     noise[0, :4] = [0, 1, 2, 3]
     feeds = [x, noise] + ([] if const_lut else [np.stack([lut] * 3)])
     assert_matches_tflm(model, feeds, tmp_path)
+
+
+@pytest.mark.parametrize("shape,delay", [([2, 10], 3), ([16], 20), ([3, 1, 4], 4)])
+def test_delay(tmp_path, shape, delay):
+    """History across 4 consecutive invocations; a delay longer than a frame too."""
+    model = one_op("SignalDelay", [(shape, "int16")], [(shape, "int16")], {"delay_length": delay})
+    x = RNG.integers(-32768, 32768, (4, *shape)).astype(np.int16)
+    assert_matches_tflm(model, [x], tmp_path)
+
+
+@pytest.mark.parametrize("dtype,shape,step", [("int16", [2, 3, 8], 4), ("float32", [4, 6], 2),
+                                              ("int16", [1, 5], 5)])
+def test_overlap_add(tmp_path, dtype, shape, step):
+    out = shape[:-2] + [shape[-2] * step]
+    tensor_type = {"int16": 7, "float32": 0}[dtype]        # the TensorType TensorFlow adds as "T"
+    model = one_op("SignalOverlapAdd", [(shape, dtype)], [(out, dtype)],
+                   {"T": tensor_type, "frame_step": step})
+    if dtype == "int16":
+        x = RNG.integers(-32768, 32768, (3, *shape)).astype(np.int16)   # sums saturate
+    else:
+        x = RNG.standard_normal((3, *shape)).astype(np.float32)
+    assert_matches_tflm(model, [x], tmp_path)
