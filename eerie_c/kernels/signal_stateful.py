@@ -1,5 +1,5 @@
-"""TFLM's Signal library ops that keep samples from one invocation to the next: SignalDelay
-and SignalOverlapAdd. Their history lives in a variable tensor that passes/custom_state.py
+"""TFLM's Signal library ops that keep samples from one invocation to the next: SignalDelay,
+SignalOverlapAdd, SignalFramer and SignalStacker. Their history lives in a variable tensor that passes/custom_state.py
 adds as the op's last input (STATE below gives its shape); it starts, and is reset, to zeros,
 as the library's Reset does.
 
@@ -8,8 +8,21 @@ as the library's Reset does.
 - SignalOverlapAdd (int16, float32): input frames [.., n_frames, frame_size] are added into a
   frame_size buffer (int16 saturates), frame_step samples leave it per frame as output
   [.., n_frames * frame_step] and the rest moves up, zero-filled.
+- SignalFramer (int16): each row's input [.., n_frames * frame_step] is appended frame_step at a
+  time to a FIFO (prefilled with frame_size - frame_step zeros when `prefill`); whenever it
+  holds frame_size samples they are the next output frame [.., n_frames, frame_size] and
+  frame_step of them leave. output_valid (bool) is false when a frame was not complete
+  (its output slot is then 0 here; TFLM leaves it).
+- SignalStacker (int16): the input frame of num_channels is appended (the very first one
+  left_context + 1 times); once the FIFO holds left + right + 1 frames they are the output,
+  stacker_step frames leave and output_valid is true.
+The library's circular buffers are plain FIFOs here (oldest sample first, moved down on
+removal); the state tensor holds the samples, then their count (and for the stacker a
+first-frame flag).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..errors import EerieError
 from . import Lowered, kernel
@@ -37,8 +50,48 @@ def _overlap_add_state(op, g):
     return [x.size // (frame * int(x.shape[-2])), frame], x.dtype
 
 
+def _framer_geometry(op, g):
+    x = g.t(op.inputs[0])
+    size, step = _opt(op, "frame_size", 0), _opt(op, "frame_step", 1)
+    if step <= 0 or size <= 0 or not x.shape or x.shape[-1] % step:
+        raise EerieError(f"SignalFramer (op {op.index}): frames of {size} every {step} samples "
+                         f"do not fit rows of {x.shape[-1] if x.shape else 0}")
+    capacity = (size + step - 1) // step * step
+    return int(x.size // x.shape[-1]), size, step, capacity
+
+
+def _framer_state(op, g):
+    rows, size, step, capacity = _framer_geometry(op, g)
+    return [rows, capacity + 1], "int16"
+
+
+def _framer_init(op, g):
+    rows, size, step, capacity = _framer_geometry(op, g)
+    init = np.zeros((rows, capacity + 1), np.int16)
+    if op.attrs.get("prefill", (op.attrs.get("custom_vector") or [0, 0, False])[2]):
+        init[:, capacity] = size - step       # that many zeros already queued
+    return init
+
+
+def _stacker_geometry(op):
+    c, left = _opt(op, "num_channels", 0), _opt(op, "stacker_left_context", 1)
+    right, step = _opt(op, "stacker_right_context", 2), _opt(op, "stacker_step", 3)
+    if c <= 0 or left < 0 or right < 0 or not 0 < step <= left + right + 1:
+        raise EerieError(f"SignalStacker (op {op.index}): {c} channels, context {left} + "
+                         f"{right}, step {step}")
+    return c, left, right, step
+
+
+def _stacker_state(op, g):
+    c, left, right, step = _stacker_geometry(op)
+    return [c * (left + right + 1) + 2], "int16"
+
+
 # op kind -> (op, graph) -> (shape, dtype) of the state tensor the op needs
-STATE = {"SignalDelay": _delay_state, "SignalOverlapAdd": _overlap_add_state}
+STATE = {"SignalDelay": _delay_state, "SignalOverlapAdd": _overlap_add_state,
+         "SignalFramer": _framer_state, "SignalStacker": _stacker_state}
+# op kind -> (op, graph) -> initial state contents, where not all zeros
+STATE_INIT = {"SignalFramer": _framer_init}
 
 
 @kernel("SignalDelay", dtypes=("int16",))
@@ -105,3 +158,67 @@ def lower_overlap_add(op, g, ctx):
             f"}}")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], updates=[st.id])
 
+
+
+@kernel("SignalFramer", dtypes=("int16",))
+def lower_framer(op, g, ctx):
+    x, st = g.t(op.inputs[0]), g.t(op.inputs[-1])
+    y, valid = g.t(op.outputs[0]), g.t(op.outputs[1])
+    rows, size, step, cap = _framer_geometry(op, g)
+    frames = int(x.shape[-1]) // step
+    if not (x.dtype == y.dtype == "int16" and valid.dtype == "bool"
+            and y.size == rows * frames * size):
+        raise EerieError(f"SignalFramer (op {op.index}): output {list(y.shape)} does not hold "
+                         f"{rows} x {frames} frames of {size}")
+    body = (f"int r, k;\n"
+            f"out1[0] = 1;\n"
+            f"for (r = 0; r < {rows}; ++r) {{\n"
+            f"    int16_t *q = state0 + r * {cap + 1};     /* queued samples, oldest first */\n"
+            f"    int16_t *count = q + {cap};\n"
+            f"    for (k = 0; k < {frames}; ++k) {{\n"
+            f"        memcpy(q + *count, in0 + (r * {frames} + k) * {step}, {step} * sizeof(int16_t));\n"
+            f"        *count += {step};\n"
+            f"        if (*count >= {size}) {{\n"
+            f"            memcpy(out0 + (r * {frames} + k) * {size}, q, {size} * sizeof(int16_t));\n"
+            f"            memmove(q, q + {step}, (size_t)(*count - {step}) * sizeof(int16_t));\n"
+            f"            *count -= {step};\n"
+            f"        }} else {{\n"
+            f"            memset(out0 + (r * {frames} + k) * {size}, 0, {size} * sizeof(int16_t));\n"
+            f"            out1[0] = 0;\n"
+            f"        }}\n"
+            f"    }}\n"
+            f"}}")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id, valid.id], updates=[st.id])
+
+
+@kernel("SignalStacker", dtypes=("int16",))
+def lower_stacker(op, g, ctx):
+    x, st = g.t(op.inputs[0]), g.t(op.inputs[-1])
+    y, valid = g.t(op.outputs[0]), g.t(op.outputs[1])
+    c, left, right, step = _stacker_geometry(op)
+    size = c * (left + right + 1)
+    if not (x.dtype == y.dtype == "int16" and valid.dtype == "bool" and x.size == c
+            and y.size == size):
+        raise EerieError(f"SignalStacker (op {op.index}): {x.size} channels in, {y.size} out; "
+                         f"expected {c} and {size}")
+    body = (f"int k;\n"
+            f"int16_t *count = state0 + {size};\n"
+            f"int16_t *started = state0 + {size + 1};\n"
+            f"/* the first frame goes in {left + 1} times (its left context), later ones once */\n"
+            f"for (k = 0; k < {left + 1}; ++k) {{\n"
+            f"    if (k == 0 || !*started) {{\n"
+            f"        memcpy(state0 + *count, in0, {c} * sizeof(int16_t));\n"
+            f"        *count += {c};\n"
+            f"    }}\n"
+            f"}}\n"
+            f"*started = 1;\n"
+            f"if (*count >= {size}) {{\n"
+            f"    memcpy(out0, state0, {size} * sizeof(int16_t));\n"
+            f"    memmove(state0, state0 + {step * c}, (size_t)(*count - {step * c}) * sizeof(int16_t));\n"
+            f"    *count -= {step * c};\n"
+            f"    out1[0] = 1;\n"
+            f"}} else {{\n"
+            f"    memset(out0, 0, {size} * sizeof(int16_t));\n"
+            f"    out1[0] = 0;\n"
+            f"}}")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id, valid.id], updates=[st.id])

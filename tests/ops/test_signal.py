@@ -136,3 +136,37 @@ def test_overlap_add(tmp_path, dtype, shape, step):
     else:
         x = RNG.standard_normal((3, *shape)).astype(np.float32)
     assert_matches_tflm(model, [x], tmp_path)
+
+
+def compare_valid(got, ref):
+    """Outputs (frames, valid): the valid flags agree, and the frames wherever valid (TFLM
+    leaves the others as the arena held them)."""
+    np.testing.assert_array_equal(got[1], ref[1])
+    for k in range(ref[1].shape[0]):
+        if ref[1][k]:
+            np.testing.assert_array_equal(got[0][k], ref[0][k], err_msg=f"inference {k}")
+    assert ref[1].any()          # some frames complete
+
+
+@pytest.mark.parametrize("shape,size,step,prefill", [([2, 8], 6, 4, True), ([12], 5, 3, False),
+                                                      ([4], 8, 2, False)])
+def test_framer(tmp_path, shape, size, step, prefill):
+    frames = shape[-1] // step
+    model = one_op("SignalFramer", [(shape, "int16")],
+                   [(shape[:-1] + [frames, size], "int16"), ([], "bool")],
+                   {"frame_size": size, "frame_step": step, "prefill": prefill})
+    x = RNG.integers(-32768, 32768, (5, *shape)).astype(np.int16)
+    ref = tflm_run(model, [x])
+    got, _ = eerie_run(model, [x], tmp_path)
+    compare_valid(got, ref)
+
+
+@pytest.mark.parametrize("c,left,right,step", [(4, 2, 1, 1), (3, 0, 2, 2), (2, 1, 0, 1)])
+def test_stacker(tmp_path, c, left, right, step):
+    model = one_op("SignalStacker", [([c], "int16")], [([c * (left + right + 1)], "int16"), ([], "bool")],
+                   {"num_channels": c, "stacker_left_context": left,
+                    "stacker_right_context": right, "stacker_step": step})
+    x = RNG.integers(-32768, 32768, (7, c)).astype(np.int16)
+    ref = tflm_run(model, [x])
+    got, _ = eerie_run(model, [x], tmp_path)
+    compare_valid(got, ref)
