@@ -32,7 +32,7 @@ _SKIP_GETTERS = ("Init", "GetRootAs")
 KNOWN_CUSTOM = ("TFLite_Detection_PostProcess", "CIRCULAR_BUFFER", "SignalWindow", "SignalEnergy",
                 "SignalFftAutoScale", "SignalFilterBankSquareRoot", "SignalFilterBankLog",
                 "SignalFilterBank", "SignalPCAN", "SignalDelay", "SignalOverlapAdd",
-                "SignalFramer", "SignalStacker")
+                "SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction")
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
              "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 

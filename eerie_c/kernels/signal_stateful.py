@@ -1,5 +1,5 @@
 """TFLM's Signal library ops that keep samples from one invocation to the next: SignalDelay,
-SignalOverlapAdd, SignalFramer and SignalStacker. Their history lives in a variable tensor that passes/custom_state.py
+SignalOverlapAdd, SignalFramer, SignalStacker and SignalFilterBankSpectralSubtraction. Their history lives in a variable tensor that passes/custom_state.py
 adds as the op's last input (STATE below gives its shape); it starts, and is reset, to zeros,
 as the library's Reset does.
 
@@ -16,6 +16,9 @@ as the library's Reset does.
 - SignalStacker (int16): the input frame of num_channels is appended (the very first one
   left_context + 1 times); once the FIFO holds left + right + 1 frames they are the output,
   stacker_step frames leave and output_valid is true.
+- SignalFilterBankSpectralSubtraction (uint32): a per-channel noise estimate (the state)
+  smoothed towards the input (alternate coefficients on odd channels), subtracted from it
+  with a floor of min_signal_remaining; the estimate is the second output.
 The library's circular buffers are plain FIFOs here (oldest sample first, moved down on
 removal); the state tensor holds the samples, then their count (and for the stacker a
 first-frame flag).
@@ -87,9 +90,19 @@ def _stacker_state(op, g):
     return [c * (left + right + 1) + 2], "int16"
 
 
+SPECTRAL_KEYS = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping",
+                 "min_signal_remaining", "num_channels", "one_minus_smoothing", "smoothing",
+                 "smoothing_bits", "spectral_subtraction_bits")
+
+
+def _spectral_state(op, g):
+    return [g.t(op.inputs[0]).size], "uint32"
+
+
 # op kind -> (op, graph) -> (shape, dtype) of the state tensor the op needs
 STATE = {"SignalDelay": _delay_state, "SignalOverlapAdd": _overlap_add_state,
-         "SignalFramer": _framer_state, "SignalStacker": _stacker_state}
+         "SignalFramer": _framer_state, "SignalStacker": _stacker_state,
+         "SignalFilterBankSpectralSubtraction": _spectral_state}
 # op kind -> (op, graph) -> initial state contents, where not all zeros
 STATE_INIT = {"SignalFramer": _framer_init}
 
@@ -222,3 +235,43 @@ def lower_stacker(op, g, ctx):
             f"    out1[0] = 0;\n"
             f"}}")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id, valid.id], updates=[st.id])
+
+
+@kernel("SignalFilterBankSpectralSubtraction", dtypes=("uint32",))
+def lower_spectral_subtraction(op, g, ctx):
+    x, st = g.t(op.inputs[0]), g.t(op.inputs[-1])
+    y, noise = g.t(op.outputs[0]), g.t(op.outputs[1])
+    o = {k: _opt(op, k, i, 0) for i, k in enumerate(SPECTRAL_KEYS)}
+    n = x.size
+    if not (x.dtype == y.dtype == noise.dtype == "uint32" and y.size == noise.size == n
+            and o["num_channels"] == n):
+        raise EerieError(f"{op.kind} (op {op.index}): {n} uint32 channels in, "
+                         f"{o['num_channels']} configured")
+    if not (0 <= o["smoothing_bits"] < 32 and 0 <= o["spectral_subtraction_bits"] < 64):
+        raise EerieError(f"{op.kind} (op {op.index}): shifts out of range")
+    sb, ssb = o["smoothing_bits"], o["spectral_subtraction_bits"]
+
+    def u32(v):
+        return f"{v & 0xFFFFFFFF}u"
+    clamp = ("            e[i] = est;   /* clamping */\n" if o["clamping"] else "")
+    body = (f"int i;\n"
+            f"uint32_t *const e = state0;     /* the noise estimate per channel */\n"
+            f"for (i = 0; i < {n}; ++i) {{\n"
+            f"    /* odd channels use the alternate smoothing */\n"
+            f"    const uint32_t sm = (i & 1) ? {u32(o['alternate_smoothing'])} : {u32(o['smoothing'])};\n"
+            f"    const uint32_t om = (i & 1) ? {u32(o['alternate_one_minus_smoothing'])} : "
+            f"{u32(o['one_minus_smoothing'])};\n"
+            f"    const uint32_t up = in0[i] << {sb};\n"
+            f"    uint32_t est, floor_, sub;\n"
+            f"    e[i] = (uint32_t)(((uint64_t)up * sm + (uint64_t)e[i] * om) >> {ssb});\n"
+            f"    est = e[i];\n"
+            f"    if (est > up) {{\n"
+            f"        est = up;\n"
+            f"{clamp}"
+            f"    }}\n"
+            f"    floor_ = (uint32_t)(((uint64_t)in0[i] * {u32(o['min_signal_remaining'])}) >> {ssb});\n"
+            f"    sub = (up - est) >> {sb};\n"
+            f"    out0[i] = sub > floor_ ? sub : floor_;\n"
+            f"}}\n"
+            f"memcpy(out1, e, {n} * sizeof(uint32_t));")
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id, noise.id], updates=[st.id])

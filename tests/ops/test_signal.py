@@ -170,3 +170,15 @@ def test_stacker(tmp_path, c, left, right, step):
     ref = tflm_run(model, [x])
     got, _ = eerie_run(model, [x], tmp_path)
     compare_valid(got, ref)
+
+
+@pytest.mark.parametrize("clamping", [True, False])
+def test_spectral_subtraction(tmp_path, clamping):
+    opts = dict(alternate_one_minus_smoothing=15000, alternate_smoothing=1384, clamping=clamping,
+                min_signal_remaining=655, num_channels=10, one_minus_smoothing=15565,
+                smoothing=819, smoothing_bits=10, spectral_subtraction_bits=14)
+    model = one_op("SignalFilterBankSpectralSubtraction", [([10], "uint32")],
+                   [([10], "uint32"), ([10], "uint32")], opts)
+    x = RNG.integers(0, 2 ** 22, (6, 10), dtype=np.uint64).astype(np.uint32)
+    x[3] //= 50                                      # a quiet frame: the estimate exceeds it
+    assert_matches_tflm(model, [x], tmp_path)
