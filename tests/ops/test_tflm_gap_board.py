@@ -1,6 +1,10 @@
 """The operators added to close the gap with TFLM's registrations (issue 16), all in one model,
-built once as firmware for mps2-an386 (Cortex-M4F) and run in QEMU: every output matches the
-tflite-micro runtime (ints bit-exact, floats to rounding; newlib's sinf / cosf on the board).
+built once as firmware for mps2-an386 (Cortex-M4F) and run in QEMU for two consecutive
+inferences (state carries over): every output matches the tflite-micro runtime (ints
+bit-exact, floats to rounding; newlib's sinf / cosf on the board). Builtins: SIN, COS,
+FLOOR_DIV, FLOOR_MOD, L2_POOL_2D, QUANTIZE int32, SHAPE, BROADCAST_ARGS, REVERSE_V2, ADD_N,
+EMBEDDING_LOOKUP, REDUCE_ALL, DYNAMIC_UPDATE_SLICE; custom: TFLite_Detection_PostProcess,
+CIRCULAR_BUFFER and the Signal ops.
 Fails, never skips, without the cross toolchain and QEMU (like tests/boards)."""
 import numpy as np
 
@@ -112,6 +116,44 @@ def gap_model():
     y = mb.tensor([6], "uint32")
     mb.custom_op("SignalFilterBankSquareRoot", [e64, mb.const(np.array(2, np.int32), "int32")], [y])
     out(y, "SignalFilterBankSquareRoot")
+    spec = inp([12], "uint32", rng.integers(0, 2 ** 20, (2, 12)).astype(np.uint32))
+    bank = [np.array(a, np.int16) for a in ([4096, 2048, 1024, 3000, 100, 4000, 5, 6],
+                                             [0, 2048, 3072, 1096, 3996, 96, 7, 8],
+                                             [1, 3, 5, 8], [0, 2, 4, 6], [2, 2, 2, 2])]
+    fb = mb.tensor([3], "uint64")
+    mb.custom_op("SignalFilterBank", [spec] + [mb.const(a, "int16") for a in bank], [fb],
+                 {"num_channels": 3})
+    out(fb, "SignalFilterBank")
+    y = mb.tensor([12], "int16")
+    mb.custom_op("SignalFilterBankLog", [spec], [y], {"input_correction_bits": 3, "output_scale": 1600})
+    out(y, "SignalFilterBankLog")
+    y, est = mb.tensor([12], "uint32"), mb.tensor([12], "uint32")
+    mb.custom_op("SignalFilterBankSpectralSubtraction", [spec], [y, est],
+                 dict(alternate_one_minus_smoothing=15000, alternate_smoothing=1384, clamping=True,
+                      min_signal_remaining=655, num_channels=12, one_minus_smoothing=15565,
+                      smoothing=819, smoothing_bits=10, spectral_subtraction_bits=14))
+    out(y, "SignalFilterBankSpectralSubtraction")
+    out(est, "SignalFilterBankSpectralSubtraction noise")
+    y = mb.tensor([12], "uint32")
+    mb.custom_op("SignalPCAN", [spec, spec, mb.const(rng.integers(-32768, 32768, 125).astype(np.int16),
+                                                      "int16")], [y], {"snr_shift": 6})
+    out(y, "SignalPCAN")
+    y = mb.tensor([16], "int16")
+    mb.custom_op("SignalDelay", [pcm], [y], {"delay_length": 5})
+    out(y, "SignalDelay")
+    y, ok = mb.tensor([4, 6], "int16"), mb.tensor([], "bool")
+    mb.custom_op("SignalFramer", [pcm], [y, ok], {"frame_size": 6, "frame_step": 4, "prefill": True})
+    out(y, "SignalFramer")
+    out(ok, "SignalFramer valid")
+    y, ok = mb.tensor([32], "int16"), mb.tensor([], "bool")
+    mb.custom_op("SignalStacker", [pcm], [y, ok], {"num_channels": 16, "stacker_left_context": 1,
+                                                   "stacker_right_context": 0, "stacker_step": 1})
+    out(y, "SignalStacker")
+    out(ok, "SignalStacker valid")
+    frames = inp([3, 8], "int16", rng.integers(-32768, 32768, (2, 3, 8)).astype(np.int16))
+    y = mb.tensor([12], "int16")
+    mb.custom_op("SignalOverlapAdd", [frames], [y], {"T": 7, "frame_step": 4})
+    out(y, "SignalOverlapAdd")
     return mb.build(), feeds, labels
 
 
