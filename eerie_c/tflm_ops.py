@@ -66,6 +66,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...]]] = {
     "EMBEDDING_LOOKUP": {"float32": ("float32",), "int8": ("float32", "int8")},
     "SHAPE": {d: ("int32",) for d in ANY},
     "SOFTMAX": {"float32": ("float32",), "int8": ("int8", "int16"), "int16": ("int16",)},
+    "TFLM_DECODE": {"uint8": ("bool", "float32", "int8", "int16", "int32", "int64")},
 }
 
 # custom operators TFLM registers (the resolver's AddCustom names) -> input dtypes
@@ -73,7 +74,7 @@ CUSTOM: dict[str, tuple[str, ...]] = {
     "CIRCULAR_BUFFER": ("int8",),
     "TFLite_Detection_PostProcess": F,
     "ETHOSU": ("int8",),                 # a command stream for the Ethos-U NPU
-    "TFLM_DECODE": ("int8", "int16"),    # weight decompression (look-up table, Huffman, prune)
+    "TFLM_DECODE": ("uint8",),           # compressed constants (look-up table, Huffman, prune)
     "SignalDelay": ("int16",), "SignalEnergy": ("int16",), "SignalFftAutoScale": ("int16",),
     "SignalFilterBank": ("uint32",), "SignalFilterBankLog": ("uint32",),
     "SignalFilterBankSpectralSubtraction": ("uint32",), "SignalFilterBankSquareRoot": ("uint64",),
@@ -91,6 +92,14 @@ NOT_TAKEN = {
                           "multipliers for int8 only), so its results do not follow its own "
                           "quantized comparison",
     ("ETHOSU", "int8"): "a command stream for the Ethos-U NPU's own driver, not a computation",
+}
+
+# supported ops whose TFLM options are not all supported, and which
+LIMITS = {
+    "CIRCULAR_BUFFER": "a period of 1 only (TFLM stops the invoke early between periods)",
+    "TFLite_Detection_PostProcess": "fast NMS with max_classes_per_detection 1 only (TFLM "
+                                    "writes past its outputs with more)",
+    "TFLM_DECODE": "look-up-table compression only (no Huffman, no pruning)",
 }
 
 
@@ -153,6 +162,7 @@ def vs_tflm_text() -> str:
              f"extra here:     {len(c['extra_ops'])} operators TFLM does not register, "
              f"{sum(1 for r in rows if r['extra'])} with dtypes TFLM does not run", ""]
     lines.append(f"Supported ({len(by['supported'])}): " + ", ".join(r["op"] for r in by["supported"]))
+    lines += ["Supported with limits:"] + [f"  {k}: {v}" for k, v in sorted(LIMITS.items())]
     lines.append("")
     lines.append(f"Partly supported ({len(by['partial'])}), the dtypes missing here:")
     lines += [f"  {r['op']}: {_pair_text(r['op'], r['missing'])}{_why(r)}" for r in by["partial"]]

@@ -32,7 +32,7 @@ _SKIP_GETTERS = ("Init", "GetRootAs")
 KNOWN_CUSTOM = ("TFLite_Detection_PostProcess", "CIRCULAR_BUFFER", "SignalWindow", "SignalEnergy",
                 "SignalFftAutoScale", "SignalFilterBankSquareRoot", "SignalFilterBankLog",
                 "SignalFilterBank", "SignalPCAN", "SignalDelay", "SignalOverlapAdd",
-                "SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction")
+                "SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction", "TFLM_DECODE")
 _DTYPE_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
              "int64": np.int64, "float32": np.float32, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
 
@@ -187,6 +187,9 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
             codes.append(_OPERATORS.get(code, f"BUILTIN_{code}"))
     tensors, ir_ops, inputs, outputs, resources = _read_subgraph(model, buf, 0, codes, loc)
     g = Graph(name=name, tensors=tensors, ops=ir_ops, inputs=inputs, outputs=outputs)
+    # compressed constants (TFLM_DECODE) are constants: decoded here, before validation
+    from ..passes.fold_decode import fold_decode
+    g = fold_decode(g)
     if resources or any(op.kind in CONTROL_KINDS for op in ir_ops):
         # IF / WHILE / CALL_ONCE subgraphs inlined as regions, resource variables as state.
         def read(s: int, prefix: str):
