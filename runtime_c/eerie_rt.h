@@ -4,6 +4,8 @@
  * painting, FPU enable), fault handlers that report and stop QEMU.
  * Services (eerie_rt.c): ARM semihosting (files and console on the host running QEMU),
  * a SysTick-based instruction counter and the stack high-water measurement.
+ * RISC-V boards get eerie_startup_riscv.c / eerie_rt_riscv.c behind the same API (written
+ * into the project under the same names; the counter is the minstret CSR there).
  * No newlib start-up code and no stdio: the runtime needs only memcpy/memset from libc. */
 #ifndef EERIE_RT_H
 #define EERIE_RT_H
@@ -40,7 +42,11 @@ uint32_t eerie_stack_size(void);
  * stack pointer with EERIE_READ_SP() right before the call, re-paint everything below it
  * with eerie_stack_repaint(sp), make the call, then eerie_stack_used_below(sp) is the
  * number of bytes below sp that the call (and any interrupt taken during it) wrote. */
+#if defined(__riscv)
+#define EERIE_READ_SP(var) __asm__ __volatile__("mv %0, sp" : "=r"(var))
+#else
 #define EERIE_READ_SP(var) __asm__ __volatile__("mov %0, sp" : "=r"(var))
+#endif
 void eerie_stack_repaint(const uint32_t *sp);
 uint32_t eerie_stack_used_below(const uint32_t *sp);
 

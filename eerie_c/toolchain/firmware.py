@@ -19,6 +19,7 @@ from ..errors import CompilerBug, EerieError
 from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
+from .arch import ARM, arch_of
 from .boards import Board
 from .build import run_cmd
 from .targets import get_target
@@ -27,14 +28,15 @@ from .qemu import DEFAULT_TIMEOUT, run_qemu
 RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
 INPUTS_FILE = "inputs.bin"
 OUTPUTS_FILE = "outputs.bin"
-CROSS = "arm-none-eabi-"
+CROSS = ARM.cross
 
 
 def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     """The files a firmware project adds to the model's own (NAME.c/.h/.mk)."""
     g = res.graph
     ipt = board.insns_per_tick
-    ctx = {"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
+    arch = arch_of(board)
+    ctx = {"arch": arch, "qemu": board.qemu_system, "qemu_args": " ".join(board.qemu_args),"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
            "target": res.target, "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs),
            "inputs_file": INPUTS_FILE, "outputs_file": OUTPUTS_FILE,
            "ldscript": board.linker_script.name, "ipt_num": ipt.numerator, "ipt_den": ipt.denominator,
@@ -46,28 +48,27 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
         board.linker_script.name: board.linker_script.read_text(),
     }
     rt = resource_dir("runtime_c")
-    for f in RUNTIME_FILES:
-        files[f"runtime/{f}"] = (rt / f).read_text()
+    for f, src in arch.runtime.items():   # RUNTIME_FILES on Arm; RISC-V: its own start-up
+        files[f"runtime/{f}"] = (rt / src).read_text()
     # One record of zero bytes, so that `make run` works out of the box.
     files[INPUTS_FILE] = bytes(sum(t["bytes"] for t in ctx["inputs"]))
     return files
 
 
-def require_toolchain():
-    for tool in (CROSS + "gcc", CROSS + "size", "make"):
+def require_toolchain(arch=ARM):
+    for tool in (arch.cross + "gcc", arch.cross + "size", "make"):
         if shutil.which(tool) is None:
-            raise EerieError(f"'{tool}' is not installed (Debian: apt-get install gcc-arm-none-eabi "
-                             f"libnewlib-arm-none-eabi make)")
+            raise EerieError(f"'{tool}' is not installed (Debian: apt-get install {arch.apt} make)")
 
 
-def build_firmware(project: Path, name: str) -> Path:
+def build_firmware(project: Path, name: str, arch=ARM) -> Path:
     """`make` in the project directory; returns the ELF."""
-    require_toolchain()
+    require_toolchain(arch)
     run_cmd(["make", "--no-print-directory", "-B", f"{name}.elf"], project, "firmware build")
     return project / f"{name}.elf"
 
 
-def firmware_stack(project: Path, target_name: str) -> dict:
+def firmware_stack(project: Path, target_name: str, arch=ARM) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under."""
@@ -75,8 +76,12 @@ def firmware_stack(project: Path, target_name: str) -> dict:
     from ..verify.stack import program_stack_bound
     run_cmd(["make", "--no-print-directory", "-B", "stack"], project, "firmware stack usage")
     cis = sorted((Path(project) / "stack").glob("*.ci"))
-    r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
-                            EXCEPTION_FRAME[get_target(target_name).has_fpu])
+    if arch is ARM:
+        r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
+                                EXCEPTION_FRAME[get_target(target_name).has_fpu])
+    else:   # the trap handler's register saves are in its own frame (Arch.exception_frame)
+        r = program_stack_bound(cis, "Reset_Handler", list(arch.handlers),
+                                arch.exception_frame[get_target(target_name).has_fpu], family=arch.family)
     return {"firmware_stack_bound_bytes": r["stack_bound_bytes"],
             "firmware_stack": {k: r[k] for k in ("thread_bytes", "exception_frame_bytes",
                                                  "handler_bytes", "path", "handler_path")}}
@@ -87,7 +92,7 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
     written to a scratch directory), which must fit the stack reserve the linker script
     gives it; else a one-line error, before anything is written."""
     import tempfile
-    require_toolchain()
+    require_toolchain(arch_of(board))
     with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
         for rel, data in files.items():
             p = Path(d) / rel
@@ -96,7 +101,7 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
                 p.write_bytes(data)
             else:
                 p.write_text(data, encoding="utf-8", errors="backslashreplace")
-        fs = firmware_stack(Path(d), res.target)
+        fs = firmware_stack(Path(d), res.target, arch_of(board))
     need = fs["firmware_stack_bound_bytes"]
     if need > board.stack_bytes:
         raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "
@@ -105,10 +110,10 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
     return fs
 
 
-def elf_sizes(elf: Path) -> dict[str, int]:
+def elf_sizes(elf: Path, cross: str = CROSS) -> dict[str, int]:
     """Berkeley sizes: text (code + read-only data, all in flash), data, bss."""
     elf = Path(elf).resolve()
-    p = run_cmd([CROSS + "size", "-B", elf.name], elf.parent, "arm-none-eabi-size")
+    p = run_cmd([cross + "size", "-B", elf.name], elf.parent, cross + "size")
     nums = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s", p.stdout, re.M)
     if not nums:
         raise CompilerBug(f"cannot read arm-none-eabi-size output: {p.stdout!r}")
@@ -139,9 +144,10 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
                  timeout: float = DEFAULT_TIMEOUT) -> tuple[list[np.ndarray], dict]:
     """Build the project, run all records in one QEMU boot, return outputs and measurements."""
     project = Path(project).resolve()
-    with stage(f"firmware build (make, arm-none-eabi-gcc) for {board.name}"):
-        elf = build_firmware(project, res.name)
-    sizes = elf_sizes(elf)
+    arch = arch_of(board)
+    with stage(f"firmware build (make, {arch.cross}gcc) for {board.name}"):
+        elf = build_firmware(project, res.name, arch)
+    sizes = elf_sizes(elf, arch.cross)
     n = arrays[0].shape[0]
     (project / INPUTS_FILE).write_bytes(pack_records(arrays))
     out_path = project / OUTPUTS_FILE

@@ -32,13 +32,15 @@ class QemuRun:
 
 
 def qemu_command(board: Board, elf: Path) -> list[str]:
-    return [QEMU, "-M", board.qemu_machine, "-nographic", "-monitor", "none", "-icount", "shift=0",
-            "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)]
+    return [board.qemu_system, "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor",
+            "none", "-icount", "shift=0", "-semihosting-config", "enable=on,target=native",
+            "-kernel", str(elf)]
 
 
-def require_qemu():
-    if shutil.which(QEMU) is None:
-        raise EerieError(f"'{QEMU}' is not installed (Debian: apt-get install qemu-system-arm)")
+def require_qemu(qemu: str = QEMU):
+    if shutil.which(qemu) is None:
+        pkg = "qemu-system-arm" if qemu == QEMU else "qemu-system-misc"   # riscv32 is in -misc
+        raise EerieError(f"'{qemu}' is not installed (Debian: apt-get install {pkg})")
 
 
 def parse_output(stdout: str) -> tuple[list[int], dict[str, int]]:
@@ -57,7 +59,7 @@ def parse_output(stdout: str) -> tuple[list[int], dict[str, int]]:
 
 def run_qemu(board: Board, elf: Path, cwd: Path, timeout: float = DEFAULT_TIMEOUT) -> QemuRun:
     """Boot the ELF on the board's QEMU machine; raise if it does not finish cleanly."""
-    require_qemu()
+    require_qemu(board.qemu_system)
     cmd = qemu_command(board, Path(elf).resolve())
     try:
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,

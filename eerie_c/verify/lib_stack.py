@@ -187,7 +187,7 @@ def main() -> int:
     names = sorted(ARM_EXTERNAL_STACK)
     table: dict[str, dict[str, int]] = {}
     for t in TARGETS.values():
-        if not t.embedded:
+        if t.family != "arm":   # RISC-V: lib_stack_riscv.py
             continue
         flags = [f for f in t.cflags.split() if f.startswith(("-mcpu", "-mthumb", "-mfloat-abi", "-mfpu"))]
         lib = subprocess.run([t.cc, *flags, "-print-multi-directory"], check=True, capture_output=True,

@@ -135,6 +135,10 @@ def _is_arm(cc: str, cflags: list[str]) -> bool:
     return "arm" in Path(cc).name or any(f.startswith(("-mcpu=cortex-m", "-mthumb")) for f in cflags)
 
 
+def _is_riscv(cc: str) -> bool:
+    return Path(cc).name.startswith("riscv")
+
+
 def _red_zone(cc: str, flags: list[str]) -> int:
     """x86-64 SysV leaf functions may use 128 bytes below the stack pointer (the red zone)
     without counting it in their frame; -fstack-usage leaves it out."""
@@ -203,9 +207,14 @@ def _check_frames(funcs: dict, edges: dict) -> None:
                                   f"({where or funcs.get(src, {}).get('where', '?')})")
 
 
-def _allowance_for(arm: bool, own: dict[str, int] | None = None):
+def _allowance_for(arm: bool, own: dict[str, int] | None = None, family: str | None = None):
     """`own`: the compile's multilib figures (multilib_stack); a name without one gets the
-    all-multilib table's figure, or the default."""
+    all-multilib table's figure, or the default. family "riscv": RISC-V's tables
+    (lib_stack_riscv.py) instead of Arm's."""
+    if family == "riscv":
+        from .lib_stack_riscv import riscv_allowance
+        return riscv_allowance(own)
+
     def allowance(name: str) -> int:
         if not arm:
             return HOST_ALLOWANCE
@@ -287,13 +296,18 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
     if shutil.which(cc) is None:
         raise EerieError(f"stack bound: compiler '{cc}' is not installed")
     arm = _is_arm(cc, flags)
+    riscv = _is_riscv(cc)
     red_zone = _red_zone(cc, flags)
     with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
         nodes, edges, undefined, sizes = _compile_ci(c_path, include_dirs, cc, flags, Path(tmp))
     funcs = {t: n for t, n in nodes.items() if not n.get("external")}
     _check_frames(funcs, edges)
-    own = multilib_stack(cc, flags) if arm else {}
-    allowance = _allowance_for(arm, own)
+    if riscv:
+        from .lib_stack_riscv import riscv_multilib_stack
+        own = riscv_multilib_stack(cc, flags)
+    else:
+        own = multilib_stack(cc, flags) if arm else {}
+    allowance = _allowance_for(arm, own, "riscv" if riscv else None)
     if entry not in funcs:
         raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
     bound, path, depth, externals = _deepest(funcs, edges, entry, allowance, red_zone)
@@ -328,7 +342,8 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                       for t in sorted(reach)},
         "path": [_display(t) for t in path] + ([f"<unattributed: {', '.join(unattributed)}>"] if unattributed else []),
         "externals": dict(sorted(externals.items())),
-        "allowance": ("per external callee: its depth measured for this multilib "
+        "allowance": (_RISCV_ALLOWANCE_TEXT if riscv else
+                      "per external callee: its depth measured for this multilib "
                       "(lib_stack_table.py) if known, else the largest over all multilibs "
                       "(arm-none-eabi-gcc 12.2), " f"{ARM_DEFAULT_ALLOWANCE} B if not listed"
                       if arm else
@@ -342,8 +357,13 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
     }
 
 
+_RISCV_ALLOWANCE_TEXT = ("per external callee: its depth measured from picolibc/libgcc machine "
+                         "code for this multilib (lib_stack_table_riscv.py) if known, else the "
+                         "largest over all RV32 multilibs, or the RISC-V default if not listed")
+
+
 def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
-                        exception_frame: int, arm: bool = True) -> dict:
+                        exception_frame: int, arm: bool = True, family: str | None = None) -> dict:
     """The stack of a whole program (a firmware image: start-up, harness, runtime and model),
     from the call graphs gcc wrote for each of its source files (`make stack` in a firmware
     project), merged: the deepest path from `entry` (the reset handler), plus one exception
@@ -357,7 +377,7 @@ def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
         for src, outs in e.items():
             edges.setdefault(src, []).extend(outs)
     _check_frames(funcs, edges)
-    allowance = _allowance_for(arm)
+    allowance = _allowance_for(arm, family=family)
     for f in [entry, *handlers]:
         if f not in funcs:
             raise CompilerBug(f"stack bound: {f} is not in the firmware's call graph")
