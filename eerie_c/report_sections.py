@@ -5,7 +5,8 @@ from .report_text import _b, _cell, _shape
 
 EST_NOTE = ("est. instructions: a compile-time estimate (eerie_c/estimate.py: MACs and tensor "
             "elements times per-kernel costs fitted to per-layer QEMU counts of this target's "
-            "kernel family; cortex-m0 scaled from cortex-m3), not a measurement; '-' for the host target.")
+            "kernel family; cortex-m0 scaled from cortex-m3), not a measurement; '-' for the host "
+            "and RISC-V targets (no fit yet).")
 
 
 def measurement_lines(r: dict) -> list[str]:
@@ -15,7 +16,7 @@ def measurement_lines(r: dict) -> list[str]:
     per = r.get("instructions_per_inference") or [r["instructions"]]
     out = ["", f"## Measured on {_cell(r.get('board', '?'))} (QEMU)", "",
            f"Measured instructions per inference: {int(r['instructions']):,} (worst of {len(per)}; "
-           f"QEMU -icount, SysTick)"]
+           f"QEMU -icount, {'minstret' if str(r.get('target', '')).startswith('riscv') else 'SysTick'})"]
     if len(per) > 1:
         out.append(f"- each inference: {', '.join(f'{int(n):,}' for n in per)}")
     if r.get("est_instructions"):

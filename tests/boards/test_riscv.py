@@ -144,6 +144,20 @@ def test_sifive_e_runs_a_small_model_and_rejects_a_big_one(riscv_tools, models_d
     assert rc == 2 and "RAM needs" in err and "bytes too many" in err, err
 
 
+def test_cmake_builds_the_same_riscv_firmware(riscv_tools, models_dir, tmp_path):
+    """The project's CMakeLists.txt with the shipped riscv64-unknown-elf toolchain file (picolibc
+    specs on the link line) builds an image that runs in QEMU like the Makefile's."""
+    require_tools("cmake")
+    fw = tmp_path / "fw"
+    compile_model(MODELS / "ad01_int8.tflite", fw, board=BOARD)
+    assert "riscv64-unknown-elf.cmake" in (fw / "CMakeLists.txt").read_text()
+    for cmd in (["cmake", "-S", ".", "-B", "build"], ["cmake", "--build", "build"],
+                ["cmake", "--build", "build", "-t", "run"]):
+        p = subprocess.run(cmd, cwd=fw, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert "eerie: inferences 1" in p.stdout + p.stderr
+
+
 CAL_MAIN = r"""
 #include <stdint.h>
 #include "eerie_rt.h"
