@@ -167,6 +167,7 @@ def _drop_in_readme(res) -> str:
     n, N = res.name, res.name.upper()
     r = res.report
     flags = get_target(res.target).cflags
+    abi = "`-march` / `-mabi`" if get_target(res.target).family == "riscv" else "`-mcpu` / `-mfloat-abi`"
     return f"""# {n}: drop-in sources from eerie-c
 
 Compiled for `{res.target}` from `{r.get('model', '?')}`. Activation arena {r['arena_bytes']:,} B
@@ -175,7 +176,7 @@ Compiled for `{res.target}` from `{r.get('model', '?')}`. Activation arena {r['a
 
     {flags}
 
-Compile `{n}.c` with them (at least the same `-mcpu` / `-mfloat-abi` as the rest of your image).
+Compile `{n}.c` with them (at least the same {abi} as the rest of your image).
 
 Make:
 

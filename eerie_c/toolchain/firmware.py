@@ -116,7 +116,7 @@ def elf_sizes(elf: Path, cross: str = CROSS) -> dict[str, int]:
     p = run_cmd([cross + "size", "-B", elf.name], elf.parent, cross + "size")
     nums = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s", p.stdout, re.M)
     if not nums:
-        raise CompilerBug(f"cannot read arm-none-eabi-size output: {p.stdout!r}")
+        raise CompilerBug(f"cannot read {cross}size output: {p.stdout!r}")
     text, data, bss = map(int, nums[0])
     return {"text": text, "data": data, "bss": bss}
 

@@ -1,4 +1,5 @@
-"""Run firmware in qemu-system-arm and read back what it measured.
+"""Run firmware in QEMU (qemu-system-arm, or the board's qemu_system: qemu-system-riscv32) and
+read back what it measured.
 
 QEMU runs with -icount shift=0 (one instruction = 1 ns of virtual time, so SysTick counts
 instructions deterministically) and semihosting on, in the firmware project's directory:

@@ -131,12 +131,14 @@ def test_float_model_close_to_tflm_hard_and_soft_float(riscv_tools, models_dir, 
 
 
 def test_sifive_e_runs_a_small_model_and_rejects_a_big_one(riscv_tools, models_dir, tmp_path, capsys):
-    """The 16 KiB-DTIM board: ad01_int8 (768-byte arena, weights in XIP flash) runs bit-exact
-    in soft-float RV32IMAC; kws_ref_model (16,000-byte arena) fails at compile time on RAM."""
+    """The 16 KiB-DTIM board: ad01_int8 (768-byte arena, weights in XIP flash) runs bit-exact,
+    built for the portable `riscv` target (RV32IMC code linked with the rv32im libraries);
+    kws_ref_model (16,000-byte arena) fails at compile time on RAM."""
     path, xs, ref = _inputs_and_reference("ad01_int8")
-    got, report = run_model(path, xs, board="sifive_e", out_dir=tmp_path / "fw")
+    got, report = run_model(path, xs, board="sifive_e", target="riscv", out_dir=tmp_path / "fw")
     np.testing.assert_array_equal(got[0], ref[0])
-    assert report["board"] == "sifive_e" and report["target"] == "riscv32imac"
+    assert report["board"] == "sifive_e" and report["target"] == "riscv"
+    assert get_board("sifive_e").target == "riscv32imac"
     assert report["stack_high_water_bytes"] <= report["firmware_stack_bound_bytes"] <= 4096
     assert report["ram_static_bytes"] + 4096 <= 16384
     rc = cli_main([str(MODELS / "kws_ref_model.tflite"), "--board", "sifive_e", "-o", str(tmp_path / "k")])
