@@ -2,7 +2,8 @@
 runtime (runtime_c/), the board's linker script, a Makefile (`make`, `make run`) and the same
 build for CMake (CMakeLists.txt with the shipped runtime/arm-none-eabi.cmake toolchain file).
 
-Also builds such a project and runs it in QEMU for `eerie-c run --board`.
+RISC-V boards get the same project with their own start-up, runtime and toolchain file
+(toolchain/arch.py). Also builds such a project and runs it in QEMU for `eerie-c run --board`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from .build import run_cmd
 from .targets import get_target
 from .qemu import DEFAULT_TIMEOUT, run_qemu
 
-RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
+RUNTIME_FILES = tuple(ARM.runtime)   # Arm's; each architecture's are in toolchain/arch.py
 INPUTS_FILE = "inputs.bin"
 OUTPUTS_FILE = "outputs.bin"
 CROSS = ARM.cross
@@ -36,7 +37,8 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     g = res.graph
     ipt = board.insns_per_tick
     arch = arch_of(board)
-    ctx = {"arch": arch, "qemu": board.qemu_system, "qemu_args": " ".join(board.qemu_args),"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
+    ctx = {"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
+           "arch": arch, "qemu": board.qemu_system, "qemu_args": " ".join(board.qemu_args),
            "target": res.target, "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs),
            "inputs_file": INPUTS_FILE, "outputs_file": OUTPUTS_FILE,
            "ldscript": board.linker_script.name, "ipt_num": ipt.numerator, "ipt_den": ipt.denominator,
