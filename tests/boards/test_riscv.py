@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -46,7 +47,11 @@ EXPECTED = {
 @pytest.fixture(scope="session")
 def riscv_tools():
     """Fails (never skips) without the RISC-V toolchain and QEMU (.ci/setup installs them)."""
-    require_tools(*RISCV_TOOLS)
+    missing = [t for t in RISCV_TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"this test needs {', '.join(missing)} on PATH: apt-get install "
+                    f"gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc make "
+                    f"(.ci/setup does this)", pytrace=False)
 
 
 def test_riscv_targets_are_exactly_the_table(riscv_tools):
@@ -90,6 +95,9 @@ def _check_measurements(saved: dict, target: str):
     # NAME_invoke's proven bound covers its measured stack and is within 2x of it; the whole
     # firmware's bound (start-up, harness, model, plus the trap handler) covers the high water.
     assert_invoke_stack_within_bound(saved)
+    # No interrupt is ever enabled on these boards and the RISC-V runtime repaints every word
+    # below the caller's sp (a naked function): the bound alone covers the measurement.
+    assert saved["invoke_stack_bytes"] <= saved["stack_bound_bytes"]
     hw, fw = saved["stack_high_water_bytes"], saved["firmware_stack"]
     assert 0 < hw <= saved["firmware_stack_bound_bytes"] == fw["thread_bytes"] + fw["handler_bytes"]
     assert fw["exception_frame_bytes"] == 0 and fw["handler_path"][0] == "eerie_trap_handler"
