@@ -5,8 +5,7 @@ from .report_text import _b, _cell, _shape
 
 EST_NOTE = ("est. instructions: a compile-time estimate (eerie_c/estimate.py: MACs and tensor "
             "elements times per-kernel costs fitted to per-layer QEMU counts of this target's "
-            "kernel family; cortex-m0 scaled from cortex-m3), not a measurement; '-' for the host "
-            "and RISC-V targets (no fit yet).")
+            "kernel family; cortex-m0 scaled from cortex-m3), not a measurement; '-' for the host target.")
 
 
 def measurement_lines(r: dict) -> list[str]:
