@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Instructions per layer of one model on one board (QEMU -icount shift=0, SysTick).
+"""Instructions per layer of one model on one board (QEMU -icount shift=0, SysTick; minstret
+on the RISC-V boards).
 
 Builds the normal firmware project, then a copy whose model C records the SysTick counter
 after every layer (EERIE_LAYER_BARRIER redefined) and prints the differences. Each record
@@ -8,6 +9,7 @@ total of a normal build is what bench/compare_tflm.py reports.
 
     python bench/profile_layers.py kws_ref_model [--board mps2-an386]
     python bench/profile_layers.py examples/tiny_conv.tflite --board microbit
+    python bench/profile_layers.py kws_ref_model --board riscv-virt
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from eerie_c.api import compile_model  # noqa: E402
+from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
 from eerie_c.toolchain.qemu import run_qemu  # noqa: E402
@@ -75,7 +78,7 @@ def main(argv=None) -> int:
             info = np.iinfo(spec["dtype"])
             x = rng.integers(info.min, info.max + 1, size=(1, *spec["shape"]), dtype=spec["dtype"])
         (out / INPUTS_FILE).write_bytes(pack_records([x]))
-        elf = build_firmware(out, "m")
+        elf = build_firmware(out, "m", arch_of(board))
         run = run_qemu(board, elf, out)
         layers = [int(v) for v in re.findall(r"eerie: layer (\d+)", run.stdout)]
     ops = res.report["ops"]
