@@ -18,8 +18,9 @@ Embedded targets (arm-none-eabi-gcc, Thumb):
 
 Embedded targets (riscv64-unknown-elf-gcc, 32-bit RISC-V, picolibc):
 
-    riscv        portable RV32: rv32imc, soft float (ilp32). Runs on every RV32 core with the
-                 multiply extension, compressed or not-yet-compressed code aside: any rv32im*c.
+    riscv        portable RV32: rv32imc, soft float (ilp32). Runs on every RV32 core with the M
+                 and C extensions (rv32imc, rv32imac, rv32imafc, ...), and the soft-float ABI
+                 links with any ilp32 firmware.
     riscv32imc   RV32IMC, soft float (e.g. small cores without atomics). Debian's toolchain
                  has no rv32imc multilib: gcc links picolibc/libgcc for rv32im (uncompressed
                  but otherwise the same ISA), which runs unchanged on the core.
