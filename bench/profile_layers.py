@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Where each instruction goes: per layer of one model on one board, the instructions it
-runs (QEMU -icount shift=0, SysTick), its MACs and instructions per MAC, beside its kernel's
+runs (QEMU -icount shift=0, SysTick; minstret
+on the RISC-V boards), its MACs and instructions per MAC, beside its kernel's
 innermost loop read from the disassembly (bench/inner_loops.py): instructions per iteration,
 MACs per iteration and their ratio, the floor the rest of the layer's code adds to.
 
@@ -12,6 +13,7 @@ slightly high; the total of a normal build is what bench/compare_tflm.py reports
 
     python bench/profile_layers.py kws_ref_model [--board mps2-an386] [--markdown]
     python bench/profile_layers.py examples/tiny_conv.tflite --board microbit
+    python bench/profile_layers.py kws_ref_model --board riscv-virt
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from eerie_c.api import compile_model  # noqa: E402
+from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
 from eerie_c.toolchain.qemu import run_qemu  # noqa: E402
@@ -93,7 +96,7 @@ def measure(path: Path, board) -> tuple[list[dict], list[int], list]:
             info = np.iinfo(spec["dtype"])
             x = rng.integers(info.min, info.max + 1, size=(1, *spec["shape"]), dtype=spec["dtype"])
         (out / INPUTS_FILE).write_bytes(pack_records([x]))
-        elf = build_firmware(out, "m")
+        elf = build_firmware(out, "m", arch=arch_of(board))
         run = run_qemu(board, elf, out)
         layers = [int(v) for v in re.findall(r"eerie: layer (\d+)", run.stdout)]
     return ops, layers, loops

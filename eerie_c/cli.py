@@ -58,7 +58,8 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="a .tflite model, or a .pt2 program saved by torch.export.save")
     p.add_argument("-o", "--out", default=None, help="output directory (default: ./NAME)")
     p.add_argument("--target", default=None,
-                   help="code generation target: host, cortex-m, cortex-m0|m3|m4|m7|m33|m55 "
+                   help="code generation target: host, cortex-m, cortex-m0|m3|m4|m7|m33|m55, "
+                        "riscv, riscv32imc|riscv32imac|riscv32imafc "
                         "(default: host, or the board's CPU with --board)")
     p.add_argument("--board", default=None,
                    help="also write a firmware project for this board (see `eerie-c boards`)")
@@ -167,6 +168,7 @@ def _drop_in_readme(res) -> str:
     n, N = res.name, res.name.upper()
     r = res.report
     flags = get_target(res.target).cflags
+    abi = "`-march` / `-mabi`" if get_target(res.target).family == "riscv" else "`-mcpu` / `-mfloat-abi`"
     return f"""# {n}: drop-in sources from eerie-c
 
 Compiled for `{res.target}` from `{r.get('model', '?')}`. Activation arena {r['arena_bytes']:,} B
@@ -175,7 +177,7 @@ Compiled for `{res.target}` from `{r.get('model', '?')}`. Activation arena {r['a
 
     {flags}
 
-Compile `{n}.c` with them (at least the same `-mcpu` / `-mfloat-abi` as the rest of your image).
+Compile `{n}.c` with them (at least the same {abi} as the rest of your image).
 
 Make:
 
@@ -292,7 +294,8 @@ def cmd_boards(argv):
     for b in list_boards():
         flash = format_size(b.flash.size) + (f" + {format_size(b.rodata.size)} rodata" if b.rodata else "")
         ram = format_size(b.ram.size) + (f" + {format_size(b.ccm.size)} CCM" if b.ccm else "")
-        rows.append((b.name, b.cpu, flash, ram, b.qemu_machine))
+        machine = b.qemu_machine + ("" if b.qemu_system == "qemu-system-arm" else f" ({b.qemu_system})")
+        rows.append((b.name, b.cpu, flash, ram, machine))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

@@ -12,6 +12,13 @@ micro:bit (cortex-m0, 16 KiB RAM): its figures are the M3's times V6M_SCALE, the
 on examples/tiny_conv.tflite (M0 31.2 vs M3 22.7 instructions per MAC in its convolution, 1.46x
 over the model). Kernels the fit has not seen get their family's generic cost, so treat those
 rows as rough. The host target (whatever the host compiler makes of the C) has no estimate.
+
+RISC-V (family "rv32", every riscv* target: the portable C kernels, whose int8 code is the same
+with or without C/A/F): fitted the same way to per-layer minstret counts of the same six
+models on riscv-virt (RV32IMAFC), per layer within 0.67-2.0x (a model's first convolution is
+the 2x outlier), whole models within 10%; float with the FPU from ResNet-8 and ad01_fp32; soft
+float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
+only, so other float kernels in soft float are rough.
 """
 from __future__ import annotations
 
@@ -19,7 +26,9 @@ import math
 
 # Kernel family per target: which kernels the target's code uses (kernels/_dsp.py, _mve.py).
 FAMILY = {"cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp", "cortex-m55": "mve",
-          "cortex-m3": "v7m", "cortex-m": "v7m", "cortex-m0": "v6m"}
+          "cortex-m3": "v7m", "cortex-m": "v7m", "cortex-m0": "v6m",
+          "riscv": "rv32", "riscv32imc": "rv32", "riscv32imac": "rv32", "riscv32imafc": "rv32"}
+RV32_FPU = ("riscv32imafc",)
 V6M_SCALE = 1.4   # ARMv6-M (M0) vs ARMv7-M (M3): no MLA/SMLA, fewer addressing modes
 
 # (family, float?) -> kind -> (per_mac, per_out, per_in, fixed). Float kernels are portable C:
@@ -41,10 +50,20 @@ COSTS = {
                      "ADD": (0, 0, 29, 150), "AVERAGE_POOL_2D": (0, 0, 37, 150),
                      "SOFTMAX": (0, 1400, 0, 700)},
 }
+COSTS.update({
+    ("rv32", False): {"CONV_2D": (7.17, 71, 0, 200), "CONV_2D_ADD": (6.78, 188, 0, 200),
+                      "DEPTHWISE_CONV_2D": (21.2, 0, 0, 200), "FULLY_CONNECTED": (7.01, 31, 0, 150),
+                      "AVERAGE_POOL_2D": (0, 0, 4.7, 150), "SOFTMAX": (0, 93, 0, 700)},
+    ("rv32f", True): {"CONV_2D": (6.25, 90, 0, 200), "FULLY_CONNECTED": (7.0, 12, 0, 150),
+                      "ADD": (0, 0, 5.9, 150), "AVERAGE_POOL_2D": (0, 0, 4.7, 150),
+                      "SOFTMAX": (0, 38, 0, 700)},
+    ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
+})
 # Kinds the fit has not seen: the portable C kernels' typical costs per MAC and per element.
 GENERIC = {("dsp", False): (5.0, 20, 8, 150), ("mve", False): (5.0, 20, 8, 150),
            ("v7m", False): (5.2, 44, 8, 150), ("fpu", True): (6.5, 20, 6, 150),
-           ("soft", True): (65.0, 400, 40, 150)}
+           ("soft", True): (65.0, 400, 40, 150), ("rv32", False): (7.5, 40, 8, 150),
+           ("rv32f", True): (7.0, 20, 6, 150), ("rv32soft", True): (160.0, 900, 90, 150)}
 
 
 def _elements(tensors: list[dict]) -> int:
@@ -59,7 +78,10 @@ def estimate_op(op: dict, target: str) -> int | None:
     is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
     scale = V6M_SCALE if fam == "v6m" else 1.0
     fam = "v7m" if fam == "v6m" else fam
-    key = (("soft" if fam == "v7m" else "fpu"), True) if is_float else (fam, False)
+    if fam == "rv32":
+        key = (("rv32f" if target in RV32_FPU else "rv32soft"), True) if is_float else (fam, False)
+    else:
+        key = (("soft" if fam == "v7m" else "fpu"), True) if is_float else (fam, False)
     per_mac, per_out, per_in, fixed = COSTS[key].get(op["kind"], GENERIC[key])
     n = (per_mac * op["macs"] + per_out * _elements(op["outputs"])
          + per_in * _elements(op["inputs"]) + fixed)

@@ -15,7 +15,7 @@ def measurement_lines(r: dict) -> list[str]:
     per = r.get("instructions_per_inference") or [r["instructions"]]
     out = ["", f"## Measured on {_cell(r.get('board', '?'))} (QEMU)", "",
            f"Measured instructions per inference: {int(r['instructions']):,} (worst of {len(per)}; "
-           f"QEMU -icount, SysTick)"]
+           f"QEMU -icount, {'minstret' if str(r.get('target', '')).startswith('riscv') else 'SysTick'})"]
     if len(per) > 1:
         out.append(f"- each inference: {', '.join(f'{int(n):,}' for n in per)}")
     if r.get("est_instructions"):

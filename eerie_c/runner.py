@@ -20,6 +20,7 @@ from .output import write_files
 from .pipeline import CompileResult, _load_and_compile, add_firmware, report_files
 from .progress import stage
 from .toolchain.build import build_host
+from .toolchain.arch import arch_of
 from .toolchain.firmware import (INPUTS_FILE, OUTPUTS_FILE, build_firmware, elf_sizes, pack_records,
                                  run_on_board, unpack_records)
 from .toolchain.qemu import DEFAULT_TIMEOUT, run_qemu
@@ -151,8 +152,9 @@ def run_dynamic(res, inferences, board=None, out_dir=None, timeout=None):
             add_firmware(res, board)
             write_files(work, merge_files(dict(res.files), report, "firmware run"))
             project = work.resolve()
-            elf = build_firmware(project, res.name)
-            sizes = elf_sizes(elf)
+            arch = arch_of(board)
+            elf = build_firmware(project, res.name, arch=arch)
+            sizes = elf_sizes(elf, arch.cross)
             (project / INPUTS_FILE).write_bytes(b"".join(records))
             if (project / OUTPUTS_FILE).exists():
                 (project / OUTPUTS_FILE).unlink()

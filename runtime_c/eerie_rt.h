@@ -7,6 +7,8 @@
  * Boards without semihosting (a real part: an unanswered "bkpt 0xAB" locks it up) build
  * with -DEERIE_CONSOLE_UART: eerie_rt.c then leaves semihosting out and the console is
  * framed text on a UART (eerie_uart.c, with the part's driver such as eerie_stm32f4.c).
+ * RISC-V boards get eerie_startup_riscv.c / eerie_rt_riscv.c behind the same API (written
+ * into the project under the same names; the counter is the minstret CSR there).
  * No newlib start-up code and no stdio: the runtime needs only memcpy/memset from libc. */
 #ifndef EERIE_RT_H
 #define EERIE_RT_H
@@ -50,7 +52,11 @@ uint32_t eerie_stack_size(void);
  * stack pointer with EERIE_READ_SP() right before the call, re-paint everything below it
  * with eerie_stack_repaint(sp), make the call, then eerie_stack_used_below(sp) is the
  * number of bytes below sp that the call (and any interrupt taken during it) wrote. */
+#if defined(__riscv)
+#define EERIE_READ_SP(var) __asm__ __volatile__("mv %0, sp" : "=r"(var))
+#else
 #define EERIE_READ_SP(var) __asm__ __volatile__("mov %0, sp" : "=r"(var))
+#endif
 void eerie_stack_repaint(const uint32_t *sp);
 uint32_t eerie_stack_used_below(const uint32_t *sp);
 

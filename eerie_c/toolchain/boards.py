@@ -29,6 +29,9 @@ _RUNS_ON = {
     "cortex-m7": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7"},
     "cortex-m33": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m33"},
     "cortex-m55": {"cortex-m", "cortex-m0", "cortex-m3", "cortex-m33", "cortex-m55"},
+    # RISC-V: the board's cpu is its ISA string; code for a subset of the ISA runs on it.
+    "rv32imac": {"riscv", "riscv32imc", "riscv32imac"},
+    "rv32imafc": {"riscv", "riscv32imc", "riscv32imac", "riscv32imafc"},
 }
 
 
@@ -56,6 +59,13 @@ class Board:
     linker_script: Path
     source: Path
     runtime_sources: tuple[str, ...] = ()   # the part's own runtime_c files (UART driver, vectors)
+    qemu_system: str = "qemu-system-arm"   # the QEMU binary for the board's architecture
+    qemu_args: tuple[str, ...] = ()        # extra QEMU arguments (RISC-V virt: -bios none)
+
+    @property
+    def family(self) -> str:
+        """"arm" or "riscv": the runtime, link flags and QEMU the firmware project uses."""
+        return get_target(self.target).family
 
     def compatible(self, target: str) -> bool:
         return target in _RUNS_ON.get(self.cpu, {self.target})
@@ -101,7 +111,9 @@ def load_board(path: Path) -> Board:
             stack_bytes=int(d.get("stack_bytes", 16384)),
             insns_per_tick=Fraction(str(d.get("systick_instructions_per_tick", 40))),
             output=str(d.get("output", "semihosting")), linker_script=ld, source=path,
-            runtime_sources=tuple(str(f) for f in d.get("runtime_sources", ())))
+            runtime_sources=tuple(str(f) for f in d.get("runtime_sources", ())),
+            qemu_system=str(d.get("qemu_system", "qemu-system-arm")),
+            qemu_args=tuple(str(a) for a in d.get("qemu_args", ())))
     except KeyError as e:
         raise EerieError(f"{path}: board file lacks the key {e.args[0]!r}") from None
 

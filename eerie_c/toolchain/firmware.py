@@ -4,7 +4,8 @@ build for CMake (CMakeLists.txt with the shipped runtime/arm-none-eabi.cmake too
 Boards with output "uart" get the UART harness, the part's runtime files and the host-side
 runner runtime/eerie_serial.py (toolchain/serial_link.py) instead of semihosting.
 
-Also builds such a project and runs it in QEMU for `eerie-c run --board`.
+RISC-V boards get the same project with their own start-up, runtime and toolchain file
+(toolchain/arch.py). Also builds such a project and runs it in QEMU for `eerie-c run --board`.
 """
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
 from . import serial_link
+from .arch import ARM, arch_of
 from .boards import Board, placement
 from .build import run_cmd
 from .targets import get_target
 from .qemu import DEFAULT_TIMEOUT, INPUTS_FILE, OUTPUTS_FILE, QEMU, run_qemu
 
-RUNTIME_FILES = ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c", "arm-none-eabi.cmake")
-CROSS = "arm-none-eabi-"
+RUNTIME_FILES = tuple(ARM.runtime)   # Arm's; each architecture's are in toolchain/arch.py
+CROSS = ARM.cross
 
 
 def firmware_files(res, board: Board) -> dict[str, str | bytes]:
@@ -41,7 +43,9 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     ipt = board.insns_per_tick
     arena = int(res.report.get("arena_bytes", 0))
     where = placement(board, arena)
+    arch = arch_of(board)
     ctx = {"name": res.name, "NAME": res.name.upper(), "version": __version__, "board": board,
+           "arch": arch, "qemu": board.qemu_system, "qemu_args": " ".join(board.qemu_args),
            "target": res.target, "inputs": io_info(g, g.inputs), "outputs": io_info(g, g.outputs),
            "inputs_file": INPUTS_FILE, "outputs_file": OUTPUTS_FILE,
            "ldscript": board.linker_script.name, "ipt_num": ipt.numerator, "ipt_den": ipt.denominator,
@@ -54,7 +58,9 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
         board.linker_script.name: board.linker_script.read_text(),
     }
     rt = resource_dir("runtime_c")
-    for f in RUNTIME_FILES + (("eerie_uart.h",) if uart else ()) + board.runtime_sources:
+    for f, src in arch.runtime.items():   # RUNTIME_FILES on Arm; RISC-V: its own start-up
+        files[f"runtime/{f}"] = (rt / src).read_text()
+    for f in (("eerie_uart.h",) if uart else ()) + board.runtime_sources:
         files[f"runtime/{f}"] = (rt / f).read_text()
     if uart:   # the host side, to run the image without eerie-c (`make run`, `make run-board`)
         files["runtime/eerie_serial.py"] = Path(serial_link.__file__).read_text()
@@ -63,16 +69,15 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
     return files
 
 
-def require_toolchain():
-    for tool in (CROSS + "gcc", CROSS + "size", "make"):
+def require_toolchain(arch=ARM):
+    for tool in (arch.cross + "gcc", arch.cross + "size", "make"):
         if shutil.which(tool) is None:
-            raise EerieError(f"'{tool}' is not installed (Debian: apt-get install gcc-arm-none-eabi "
-                             f"libnewlib-arm-none-eabi make)")
+            raise EerieError(f"'{tool}' is not installed (Debian: apt-get install {arch.apt} make)")
 
 
-def build_firmware(project: Path, name: str, make_vars: tuple[str, ...] = ()) -> Path:
+def build_firmware(project: Path, name: str, make_vars: tuple[str, ...] = (), arch=ARM) -> Path:
     """`make` in the project directory (with VAR=value overrides); returns the ELF."""
-    require_toolchain()
+    require_toolchain(arch)
     run_cmd(["make", "--no-print-directory", "-B", *make_vars, f"{name}.elf"], project, "firmware build")
     return project / f"{name}.elf"
 
@@ -94,7 +99,7 @@ def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
     return ("CCM=0",), {"arena": "ram", "stack": "ram"}
 
 
-def firmware_stack(project: Path, target_name: str, model: str | None = None) -> dict:
+def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
@@ -109,8 +114,12 @@ def firmware_stack(project: Path, target_name: str, model: str | None = None) ->
     if reused:
         (project / "stack" / f"{model}.ci").write_text(reused)
     cis = sorted((project / "stack").glob("*.ci"))
-    r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
-                            EXCEPTION_FRAME[get_target(target_name).has_fpu])
+    if arch is ARM:
+        r = program_stack_bound(cis, "Reset_Handler", ["SysTick_Handler"],
+                                EXCEPTION_FRAME[get_target(target_name).has_fpu])
+    else:   # the trap handler's register saves are in its own frame (Arch.exception_frame)
+        r = program_stack_bound(cis, "Reset_Handler", list(arch.handlers),
+                                arch.exception_frame[get_target(target_name).has_fpu], family=arch.family)
     return {"firmware_stack_bound_bytes": r["stack_bound_bytes"],
             "firmware_stack": {k: r[k] for k in ("thread_bytes", "exception_frame_bytes",
                                                  "handler_bytes", "path", "handler_path")}}
@@ -133,7 +142,7 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
     written to a scratch directory), which must fit the stack reserve the linker script
     gives it; else a one-line error, before anything is written."""
     import tempfile
-    require_toolchain()
+    require_toolchain(arch_of(board))
     with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
         for rel, data in files.items():
             p = Path(d) / rel
@@ -142,7 +151,7 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
                 p.write_bytes(data)
             else:
                 p.write_text(data, encoding="utf-8", errors="backslashreplace")
-        fs = firmware_stack(Path(d), res.target, res.name)
+        fs = firmware_stack(Path(d), res.target, res.name, arch_of(board))
     need = fs["firmware_stack_bound_bytes"]
     if need > board.stack_bytes:
         raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "
@@ -151,13 +160,13 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> di
     return fs
 
 
-def elf_sizes(elf: Path) -> dict[str, int]:
+def elf_sizes(elf: Path, cross: str = CROSS) -> dict[str, int]:
     """Berkeley sizes: text (code + read-only data, all in flash), data, bss."""
     elf = Path(elf).resolve()
-    p = run_cmd([CROSS + "size", "-B", elf.name], elf.parent, "arm-none-eabi-size")
+    p = run_cmd([cross + "size", "-B", elf.name], elf.parent, cross + "size")
     nums = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s", p.stdout, re.M)
     if not nums:
-        raise CompilerBug(f"cannot read arm-none-eabi-size output: {p.stdout!r}")
+        raise CompilerBug(f"cannot read {cross}size output: {p.stdout!r}")
     text, data, bss = map(int, nums[0])
     return {"text": text, "data": data, "bss": bss}
 
@@ -186,9 +195,10 @@ def run_on_board(project: Path, res, board: Board, arrays: list[np.ndarray],
     """Build the project, run all records in one QEMU boot, return outputs and measurements."""
     project = Path(project).resolve()
     make_vars, where = qemu_placement(res, board)
-    with stage(f"firmware build (make, arm-none-eabi-gcc) for {board.name}"):
-        elf = build_firmware(project, res.name, make_vars)
-    sizes = elf_sizes(elf)
+    arch = arch_of(board)
+    with stage(f"firmware build (make, {arch.cross}gcc) for {board.name}"):
+        elf = build_firmware(project, res.name, make_vars, arch)
+    sizes = elf_sizes(elf, arch.cross)
     n = arrays[0].shape[0]
     (project / INPUTS_FILE).write_bytes(pack_records(arrays))
     out_path = project / OUTPUTS_FILE

@@ -1,4 +1,5 @@
-"""Run firmware in qemu-system-arm and read back what it measured.
+"""Run firmware in QEMU (qemu-system-arm, or the board's qemu_system: qemu-system-riscv32) and
+read back what it measured.
 
 QEMU runs with -icount shift=0 (one instruction = 1 ns of virtual time, so SysTick counts
 instructions deterministically) in the firmware project's directory. On semihosting boards
@@ -43,14 +44,21 @@ class QemuRun:
 
 def qemu_command(board: Board, elf: Path) -> list[str]:
     if board.output == "uart":
-        return serial_link.qemu_serial_command(board.qemu_machine, str(elf), QEMU)
-    return [QEMU, "-M", board.qemu_machine, "-nographic", "-monitor", "none", "-icount", "shift=0",
-            "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)]
+        return serial_link.qemu_serial_command(board.qemu_machine, str(elf), qemu_binary(board))
+    return [qemu_binary(board), "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor",
+            "none", "-icount", "shift=0", "-semihosting-config", "enable=on,target=native",
+            "-kernel", str(elf)]
 
 
-def require_qemu():
-    if shutil.which(QEMU) is None:
-        raise EerieError(f"'{QEMU}' is not installed (Debian: apt-get install qemu-system-arm)")
+def qemu_binary(board: Board) -> str:
+    """The board's QEMU: qemu-system-arm (or EERIE_QEMU's build) on Arm, its own on others."""
+    return QEMU if board.qemu_system == "qemu-system-arm" else board.qemu_system
+
+
+def require_qemu(qemu: str = QEMU):
+    if shutil.which(qemu) is None:
+        pkg = "qemu-system-arm" if qemu == QEMU else "qemu-system-misc"   # riscv32 is in -misc
+        raise EerieError(f"'{qemu}' is not installed (Debian: apt-get install {pkg})")
 
 
 def parse_output(stdout: str) -> tuple[list[int], dict[str, int]]:
@@ -69,7 +77,7 @@ def parse_output(stdout: str) -> tuple[list[int], dict[str, int]]:
 
 def run_qemu(board: Board, elf: Path, cwd: Path, timeout: float = DEFAULT_TIMEOUT) -> QemuRun:
     """Boot the ELF on the board's QEMU machine; raise if it does not finish cleanly."""
-    require_qemu()
+    require_qemu(qemu_binary(board))
     cmd = qemu_command(board, Path(elf).resolve())
     if board.output == "uart":
         returncode, text = _run_uart(board, cmd, Path(cwd), timeout)

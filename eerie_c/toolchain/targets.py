@@ -15,6 +15,21 @@ Embedded targets (arm-none-eabi-gcc, Thumb):
     cortex-m33   ARMv8-M Mainline, single-precision FPv5.
     cortex-m55   ARMv8.1-M Mainline with MVE (Helium) and FPU; -mfpu=auto takes the
                  full feature set of -mcpu.
+
+Embedded targets (riscv64-unknown-elf-gcc, 32-bit RISC-V, picolibc):
+
+    riscv        portable RV32: rv32imc, soft float (ilp32). Runs on every RV32 core with the M
+                 and C extensions (rv32imc, rv32imac, rv32imafc, ...), and the soft-float ABI
+                 links with any ilp32 firmware.
+    riscv32imc   RV32IMC, soft float (e.g. small cores without atomics). Debian's toolchain
+                 has no rv32imc multilib: gcc links picolibc/libgcc for rv32im (uncompressed
+                 but otherwise the same ISA), which runs unchanged on the core.
+    riscv32imac  RV32IMAC, soft float (SiFive E31/FE310, GD32VF103, ESP32-C3 class).
+    riscv32imafc RV32IMAFC with single-precision FPU, hard-float ABI ilp32f.
+
+The ISA string carries no _zicsr: Debian's gcc 12 then falls back to the rv64 default
+multilib. The runtime's CSR reads enable Zicsr locally (`.option arch, +zicsr`); the model's
+C needs no CSR.
 """
 from dataclasses import dataclass
 
@@ -34,6 +49,18 @@ class Target:
     description: str = ""
 
     @property
+    def family(self) -> str:
+        """"arm", "riscv" or "host": which runtime, linker flags and QEMU a board needs."""
+        if not self.embedded:
+            return "host"
+        return "riscv" if self.cc.startswith("riscv") else "arm"
+
+    @property
+    def cross(self) -> str:
+        """The toolchain prefix (arm-none-eabi-, riscv64-unknown-elf-) for size, objdump, nm."""
+        return self.cc[: -len("gcc")] if self.embedded else ""
+
+    @property
     def cflags(self) -> str:
         return " ".join(x for x in (STRICT, self.opt, self.arch_flags) if x)
 
@@ -51,6 +78,14 @@ def _m(name, cpu, fpu=None, description=""):
     return Target(name, "arm-none-eabi-gcc", flags, cpu=cpu, has_fpu=fpu is not None, description=description)
 
 
+def _rv(name, march, mabi, description):
+    # -specs=picolibc.specs is a compile flag too: it puts picolibc's headers on the include
+    # path (the toolchain ships no other libc for riscv64-unknown-elf).
+    flags = f"-march={march} -mabi={mabi} -specs=picolibc.specs -ffunction-sections -fdata-sections"
+    return Target(name, "riscv64-unknown-elf-gcc", flags, cpu=march, has_fpu="f" in march[4:],
+                  description=description)
+
+
 TARGETS = {
     "host": Target("host", "cc", "", description="the machine running eerie-c (gcc or clang)"),
     "cortex-m": _m("cortex-m", "cortex-m3", description="portable Thumb-2 (ARMv7-M), soft float"),
@@ -60,6 +95,10 @@ TARGETS = {
     "cortex-m7": _m("cortex-m7", "cortex-m7", "fpv5-d16", "ARMv7E-M, FPv5 double precision"),
     "cortex-m33": _m("cortex-m33", "cortex-m33", "fpv5-sp-d16", "ARMv8-M Mainline, FPv5 single precision"),
     "cortex-m55": _m("cortex-m55", "cortex-m55", "auto", "ARMv8.1-M Mainline, MVE and FPU"),
+    "riscv": _rv("riscv", "rv32imc", "ilp32", "portable RV32IMC, soft float"),
+    "riscv32imc": _rv("riscv32imc", "rv32imc", "ilp32", "RV32IMC, soft float"),
+    "riscv32imac": _rv("riscv32imac", "rv32imac", "ilp32", "RV32IMAC, soft float"),
+    "riscv32imafc": _rv("riscv32imafc", "rv32imafc", "ilp32f", "RV32IMAFC, single-precision FPU (ilp32f)"),
 }
 
 

@@ -22,10 +22,18 @@ from .stack import stack_bound
 # never enables interrupts itself, but a firmware's interrupts land on the same stack.
 EXCEPTION_FRAME = {False: 32, True: 104}
 RUNTIME_HANDLER_BYTES = 16
+# RISC-V hardware stacks nothing on a trap; a C interrupt handler saves what it may clobber in
+# its own frame: at most the 16 caller-saved integer registers (ra, t0-t6, a0-a7), and with an
+# FPU the 20 caller-saved FP registers (ft0-ft11, fa0-fa7, 4 bytes each on F).
+RISCV_TRAP_SAVE = {False: 64, True: 144}
 
 
 def interrupt_allowance(target: Target) -> int:
-    return EXCEPTION_FRAME[target.has_fpu] + RUNTIME_HANDLER_BYTES if target.embedded else 0
+    if not target.embedded:
+        return 0
+    if target.family == "riscv":
+        return RISCV_TRAP_SAVE[target.has_fpu] + RUNTIME_HANDLER_BYTES
+    return EXCEPTION_FRAME[target.has_fpu] + RUNTIME_HANDLER_BYTES
 
 
 def verify_generated(name: str, files: dict[str, str], target: Target) -> tuple[list[dict], dict]:

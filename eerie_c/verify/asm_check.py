@@ -32,6 +32,12 @@ Template rules (every configuration, every target):
   constants.  The body then runs N times, 1 <= N <= B: subs/bne stops when the counter
   register reaches 0, and N >= 1 rules out the 2^32-trip wrap from 0;
 * `asm goto` is rejected (it jumps to C labels, which the loop proof cannot see).
+
+RISC-V: the same rules with RISC-V's words (sp/x2, ra/x1, every branch and jump including
+compressed and pseudo forms, ecall/ebreak/xRET, CSR access, fences). No kernel emits RISC-V
+assembly yet (the kernels' inline assembly sits under Arm feature macros, which a RISC-V
+configuration does not define), and the counted-loop form above is Arm's subs/bne only: a
+RISC-V loop in inline assembly is rejected until a kernel needs one.
 """
 from __future__ import annotations
 
@@ -52,10 +58,16 @@ _ASM_RE = re.compile(r"\b(?:__asm__|__asm|asm)\b\s*((?:(?:__volatile__|__volatil
 # that may never come (wfi/wfe) or loop in one instruction (x86 rep prefixes).
 _DENY = re.compile(r"\b(sp|r13|pc|r15|rsp|esp|rbp|ebp|push\w*|pop\w*|vpush|vpop|stm\w*|ldm\w*|"
                    r"vstm\w*|vldm\w*|msr|svc|swi|bkpt|udf|wfi|wfe|cps\w*|int|syscall|sysenter|"
-                   r"leave|enter|hlt|rep|repe|repz|repne|repnz)\b", re.I)
+                   r"leave|enter|hlt|rep|repe|repz|repne|repnz|"
+                   # RISC-V: stack pointer and return address, traps, returns from traps, CSRs
+                   r"x1|x2|ra|ecall|ebreak|c\.ebreak|mret|sret|uret|dret|csr\w*|fence\w*)\b", re.I)
 _COND = r"(?:eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)"
 _BRANCH = re.compile(rf"^(?:b(?:l|lx|x|xj)?{_COND}?|cbn?z|tb[bh]|le|letp|lctp|wls|wlstp|dls|dlstp|"
-                     rf"bf|bfx|bfl|bflx|bfcsel|eret|rfe\w*|j\w*|call\w*|ret\w*|iret\w*|loop\w*)"
+                     rf"bf|bfx|bfl|bflx|bfcsel|eret|rfe\w*|j\w*|call\w*|ret\w*|iret\w*|loop\w*|"
+                     # RISC-V branches and jumps beyond the Arm-shaped ones above (beq, bne,
+                     # blt, bge, bgt, ble, j*, call, ret): unsigned, against zero, tail calls,
+                     # compressed forms
+                     rf"b(?:lt|ge|gt|le)u|b(?:eq|ne|lt|ge|gt|le)z|tail|c\.(?:j\w*|beqz|bnez))"
                      rf"(?:\.[nw])?$", re.I)
 _LABEL = re.compile(r"^\s*([A-Za-z_.$][\w.$]*|\d+)\s*:(?!:)")
 _OPERAND = re.compile(r'^\s*(?:\[\s*(\w+)\s*\])?\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\((.*)\)\s*$', re.S)

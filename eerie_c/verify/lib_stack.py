@@ -34,6 +34,42 @@ class Unknown(Exception):
     """The function's stack use cannot be bounded from its code."""
 
 
+# Stack depth (bytes) charged to each Arm library function a model or runtime may call: the
+# largest over the multilibs (lib_stack_table.py holds the per-multilib figures).
+ARM_EXTERNAL_STACK = {
+    # string.h
+    "memcpy": 24, "memset": 24, "memmove": 32, "memcmp": 16, "strlen": 8,
+    "__aeabi_memcpy": 24, "__aeabi_memcpy4": 24, "__aeabi_memcpy8": 24, "__aeabi_memset": 24,
+    "__aeabi_memset4": 24, "__aeabi_memset8": 24, "__aeabi_memclr": 24, "__aeabi_memclr4": 24,
+    "__aeabi_memclr8": 24, "__aeabi_memmove": 32,
+    # math.h, float
+    "expf": 80, "exp2f": 144, "expm1f": 80, "logf": 88, "log2f": 96, "log10f": 112,
+    "log1pf": 80, "sqrtf": 72, "cbrtf": 56, "tanhf": 96, "sinhf": 120, "coshf": 112,
+    "sinf": 552, "cosf": 552, "tanf": 552, "atanf": 56, "asinf": 104, "acosf": 96,
+    "fabsf": 0, "floorf": 56, "ceilf": 56, "roundf": 32, "truncf": 0, "rintf": 48,
+    "nearbyintf": 56, "erff": 96, "powf": 136, "atan2f": 88, "fmaxf": 48, "fminf": 48,
+    "fmodf": 72, "hypotf": 104, "lrintf": 48, "lroundf": 8, "frexpf": 48, "ldexpf": 64,
+    # math.h, double
+    "exp": 152, "expm1": 144, "log": 160, "log2": 160, "log10": 136, "log1p": 168,
+    "sqrt": 136, "tanh": 160, "sin": 832, "cos": 832, "atan": 112, "atan2": 112,
+    "fabs": 0, "floor": 88, "ceil": 88, "round": 72, "trunc": 72, "erf": 192, "pow": 256,
+    "fmod": 160, "fmax": 48, "fmin": 48, "lround": 48, "frexp": 80, "ldexp": 96,
+    # libgcc helpers (soft float, 64-bit division)
+    "__aeabi_ldivmod": 112, "__aeabi_uldivmod": 88, "__aeabi_idivmod": 8, "__aeabi_uidivmod": 8,
+    "__aeabi_idiv": 8, "__aeabi_uidiv": 8, "__aeabi_lmul": 32, "__aeabi_fadd": 24,
+    "__aeabi_fsub": 24, "__aeabi_fmul": 32, "__aeabi_fdiv": 32, "__aeabi_dadd": 48,
+    "__aeabi_dsub": 56, "__aeabi_dmul": 64, "__aeabi_ddiv": 72, "__aeabi_f2d": 16,
+    "__aeabi_d2f": 32, "__aeabi_i2f": 16, "__aeabi_ui2f": 16, "__aeabi_i2d": 16,
+    "__aeabi_ui2d": 16, "__aeabi_l2f": 88, "__aeabi_ul2f": 80, "__aeabi_l2d": 80,
+    "__aeabi_ul2d": 80, "__aeabi_f2lz": 96, "__aeabi_f2ulz": 88, "__aeabi_d2lz": 104,
+    "__aeabi_d2ulz": 88, "__aeabi_d2iz": 24, "__aeabi_d2uiz": 72, "__aeabi_f2iz": 0,
+    "__aeabi_f2uiz": 16, "__aeabi_fcmpeq": 32, "__aeabi_fcmplt": 32, "__aeabi_fcmple": 32,
+    "__aeabi_fcmpgt": 32, "__aeabi_fcmpge": 32, "__aeabi_fcmpun": 0, "__aeabi_dcmpeq": 48,
+    "__aeabi_dcmplt": 56, "__aeabi_dcmple": 56, "__aeabi_dcmpgt": 56, "__aeabi_dcmpge": 56,
+    "__aeabi_dcmpun": 24, "__clzsi2": 0, "__clzdi2": 8, "__udivmoddi4": 56,
+}
+
+
 def _reg_no(r: str) -> int:
     r = r.strip()
     return _REG[r] if r in _REG else int(r[1:])
@@ -183,11 +219,10 @@ def measure(cc: str, flags: list[str], names: list[str]) -> dict[str, int]:
 
 def main() -> int:
     from ..toolchain.targets import TARGETS
-    from .stack import ARM_EXTERNAL_STACK
     names = sorted(ARM_EXTERNAL_STACK)
     table: dict[str, dict[str, int]] = {}
     for t in TARGETS.values():
-        if not t.embedded:
+        if t.family != "arm":   # RISC-V: lib_stack_riscv.py
             continue
         flags = [f for f in t.cflags.split() if f.startswith(("-mcpu", "-mthumb", "-mfloat-abi", "-mfpu"))]
         lib = subprocess.run([t.cc, *flags, "-print-multi-directory"], check=True, capture_output=True,

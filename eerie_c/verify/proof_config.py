@@ -70,10 +70,12 @@ def predefined_macros(cpp: str, flags: tuple[str, ...]) -> dict[str, str]:
 
 def features(config: ProofConfig) -> list[str]:
     """The Arm architecture and feature macros of `config` (what selects the kernels' target
-    branches), e.g. ["__ARM_ARCH=7", "__ARM_FEATURE_DSP", "__thumb2__"]; [] for others."""
+    branches), e.g. ["__ARM_ARCH=7", "__ARM_FEATURE_DSP", "__thumb2__"], or the RISC-V ISA
+    macros (no kernel branches on them yet: ["__riscv", "__riscv_mul", ...]); [] for others."""
     if config.undef:
         return []
     macros = predefined_macros(config.cpp, config.flags)
-    keep = sorted(m for m in macros if m.startswith(("__ARM_FEATURE_", "__ARM_ARCH", "__thumb"))
-                  and m not in ("__ARM_ARCH_PROFILE", "__ARM_ARCH_ISA_ARM"))
+    keep = sorted(m for m in macros if (m.startswith(("__ARM_FEATURE_", "__ARM_ARCH", "__thumb"))
+                                        or m == "__riscv" or m.startswith("__riscv_"))
+                  and m not in ("__ARM_ARCH_PROFILE", "__ARM_ARCH_ISA_ARM", "__riscv_arch_test"))
     return [f"{m}={macros[m]}" if m == "__ARM_ARCH" else m for m in keep]

@@ -61,39 +61,8 @@ from pathlib import Path
 from ..errors import CompilerBug, EerieError
 from . import ci_cache
 from .c_checker import ALLOCATORS, FORBIDDEN_CALLS
+from .lib_stack import ARM_EXTERNAL_STACK
 
-ARM_EXTERNAL_STACK = {
-    # string.h
-    "memcpy": 24, "memset": 24, "memmove": 32, "memcmp": 16, "strlen": 8,
-    "__aeabi_memcpy": 24, "__aeabi_memcpy4": 24, "__aeabi_memcpy8": 24, "__aeabi_memset": 24,
-    "__aeabi_memset4": 24, "__aeabi_memset8": 24, "__aeabi_memclr": 24, "__aeabi_memclr4": 24,
-    "__aeabi_memclr8": 24, "__aeabi_memmove": 32,
-    # math.h, float
-    "expf": 80, "exp2f": 144, "expm1f": 80, "logf": 88, "log2f": 96, "log10f": 112,
-    "log1pf": 80, "sqrtf": 72, "cbrtf": 56, "tanhf": 96, "sinhf": 120, "coshf": 112,
-    "sinf": 552, "cosf": 552, "tanf": 552, "atanf": 56, "asinf": 104, "acosf": 96,
-    "fabsf": 0, "floorf": 56, "ceilf": 56, "roundf": 32, "truncf": 0, "rintf": 48,
-    "nearbyintf": 56, "erff": 96, "powf": 136, "atan2f": 88, "fmaxf": 48, "fminf": 48,
-    "fmodf": 72, "hypotf": 104, "lrintf": 48, "lroundf": 8, "frexpf": 48, "ldexpf": 64,
-    # math.h, double
-    "exp": 152, "expm1": 144, "log": 160, "log2": 160, "log10": 136, "log1p": 168,
-    "sqrt": 136, "tanh": 160, "sin": 832, "cos": 832, "atan": 112, "atan2": 112,
-    "fabs": 0, "floor": 88, "ceil": 88, "round": 72, "trunc": 72, "erf": 192, "pow": 256,
-    "fmod": 160, "fmax": 48, "fmin": 48, "lround": 48, "frexp": 80, "ldexp": 96,
-    # libgcc helpers (soft float, 64-bit division)
-    "__aeabi_ldivmod": 112, "__aeabi_uldivmod": 88, "__aeabi_idivmod": 8, "__aeabi_uidivmod": 8,
-    "__aeabi_idiv": 8, "__aeabi_uidiv": 8, "__aeabi_lmul": 32, "__aeabi_fadd": 24,
-    "__aeabi_fsub": 24, "__aeabi_fmul": 32, "__aeabi_fdiv": 32, "__aeabi_dadd": 48,
-    "__aeabi_dsub": 56, "__aeabi_dmul": 64, "__aeabi_ddiv": 72, "__aeabi_f2d": 16,
-    "__aeabi_d2f": 32, "__aeabi_i2f": 16, "__aeabi_ui2f": 16, "__aeabi_i2d": 16,
-    "__aeabi_ui2d": 16, "__aeabi_l2f": 88, "__aeabi_ul2f": 80, "__aeabi_l2d": 80,
-    "__aeabi_ul2d": 80, "__aeabi_f2lz": 96, "__aeabi_f2ulz": 88, "__aeabi_d2lz": 104,
-    "__aeabi_d2ulz": 88, "__aeabi_d2iz": 24, "__aeabi_d2uiz": 72, "__aeabi_f2iz": 0,
-    "__aeabi_f2uiz": 16, "__aeabi_fcmpeq": 32, "__aeabi_fcmplt": 32, "__aeabi_fcmple": 32,
-    "__aeabi_fcmpgt": 32, "__aeabi_fcmpge": 32, "__aeabi_fcmpun": 0, "__aeabi_dcmpeq": 48,
-    "__aeabi_dcmplt": 56, "__aeabi_dcmple": 56, "__aeabi_dcmpgt": 56, "__aeabi_dcmpge": 56,
-    "__aeabi_dcmpun": 24, "__clzsi2": 0, "__clzdi2": 8, "__udivmoddi4": 56,
-}
 ARM_DEFAULT_ALLOWANCE = 128
 HOST_ALLOWANCE = 1024
 
@@ -134,6 +103,10 @@ def parse_ci(text: str) -> tuple[dict[str, dict], dict[str, list[tuple[str, str]
 
 def _is_arm(cc: str, cflags: list[str]) -> bool:
     return "arm" in Path(cc).name or any(f.startswith(("-mcpu=cortex-m", "-mthumb")) for f in cflags)
+
+
+def _is_riscv(cc: str) -> bool:
+    return Path(cc).name.startswith("riscv")
 
 
 def _red_zone(cc: str, flags: list[str]) -> int:
@@ -206,9 +179,14 @@ def _check_frames(funcs: dict, edges: dict) -> None:
                                   f"({where or funcs.get(src, {}).get('where', '?')})")
 
 
-def _allowance_for(arm: bool, own: dict[str, int] | None = None):
+def _allowance_for(arm: bool, own: dict[str, int] | None = None, family: str | None = None):
     """`own`: the compile's multilib figures (multilib_stack); a name without one gets the
-    all-multilib table's figure, or the default."""
+    all-multilib table's figure, or the default. family "riscv": RISC-V's tables
+    (lib_stack_riscv.py) instead of Arm's."""
+    if family == "riscv":
+        from .lib_stack_riscv import riscv_allowance
+        return riscv_allowance(own)
+
     def allowance(name: str) -> int:
         if not arm:
             return HOST_ALLOWANCE
@@ -290,13 +268,18 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
     if shutil.which(cc) is None:
         raise EerieError(f"stack bound: compiler '{cc}' is not installed")
     arm = _is_arm(cc, flags)
+    riscv = _is_riscv(cc)
     red_zone = _red_zone(cc, flags)
     with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
         nodes, edges, undefined, sizes = _compile_ci(c_path, include_dirs, cc, flags, Path(tmp))
     funcs = {t: n for t, n in nodes.items() if not n.get("external")}
     _check_frames(funcs, edges)
-    own = multilib_stack(cc, flags) if arm else {}
-    allowance = _allowance_for(arm, own)
+    if riscv:
+        from .lib_stack_riscv import riscv_multilib_stack
+        own = riscv_multilib_stack(cc, flags)
+    else:
+        own = multilib_stack(cc, flags) if arm else {}
+    allowance = _allowance_for(arm, own, "riscv" if riscv else None)
     if entry not in funcs:
         raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")
     bound, path, depth, externals = _deepest(funcs, edges, entry, allowance, red_zone)
@@ -331,7 +314,8 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
                       for t in sorted(reach)},
         "path": [_display(t) for t in path] + ([f"<unattributed: {', '.join(unattributed)}>"] if unattributed else []),
         "externals": dict(sorted(externals.items())),
-        "allowance": ("per external callee: its depth measured for this multilib "
+        "allowance": (_RISCV_ALLOWANCE_TEXT if riscv else
+                      "per external callee: its depth measured for this multilib "
                       "(lib_stack_table.py) if known, else the largest over all multilibs "
                       "(arm-none-eabi-gcc 12.2), " f"{ARM_DEFAULT_ALLOWANCE} B if not listed"
                       if arm else
@@ -345,8 +329,13 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
     }
 
 
+_RISCV_ALLOWANCE_TEXT = ("per external callee: its depth measured from picolibc/libgcc machine "
+                         "code for this multilib (lib_stack_table_riscv.py) if known, else the "
+                         "largest over all RV32 multilibs, or the RISC-V default if not listed")
+
+
 def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
-                        exception_frame: int, arm: bool = True) -> dict:
+                        exception_frame: int, arm: bool = True, family: str | None = None) -> dict:
     """The stack of a whole program (a firmware image: start-up, harness, runtime and model),
     from the call graphs gcc wrote for each of its source files (`make stack` in a firmware
     project), merged: the deepest path from `entry` (the reset handler), plus one exception
@@ -360,7 +349,7 @@ def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
         for src, outs in e.items():
             edges.setdefault(src, []).extend(outs)
     _check_frames(funcs, edges)
-    allowance = _allowance_for(arm)
+    allowance = _allowance_for(arm, family=family)
     for f in [entry, *handlers]:
         if f not in funcs:
             raise CompilerBug(f"stack bound: {f} is not in the firmware's call graph")
