@@ -337,6 +337,11 @@ def check_graph(g, file_size: int) -> None:
                 if tid in producer or any(tid in o.outputs for o in g.ops):
                     raise malformed(f"input {k}, {tensor_where(t)}, is used before the op that "
                                     f"produces it (ops out of order or a cycle)", where)
+                if op.kind.startswith("CUSTOM:"):
+                    # A custom op's runtime may own tensors nobody produces (Vela's ethos-u op
+                    # reads scratch buffers its driver allocates): unsupported, not malformed.
+                    raise EerieError(f"unsupported operator: {where} reads {tensor_where(t)}, "
+                                     f"which no op produces{_CUSTOM_HINTS.get(op.kind, '')}")
                 raise malformed(f"input {k}, {tensor_where(t)}, is neither a graph input, a "
                                 f"constant nor produced by an op", where)
         for k, tid in enumerate(op.outputs):
@@ -362,6 +367,10 @@ FILTER_CHANNEL_DIM = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0
 # Their bias input: TFLM never reads a bias's quantization (the kernels use input scale x
 # filter scale), so nothing in it is checked beyond what keeps the report sane.
 BIAS_INPUT = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 2, "TRANSPOSE_CONV": 3}
+
+
+_CUSTOM_HINTS = {"CUSTOM:ethos-u": ": an Arm Ethos-U NPU command stream written by Vela; compile the "
+                                   "model as it was before Vela"}
 
 
 def _all_ops(ops):
