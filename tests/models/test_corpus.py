@@ -6,7 +6,8 @@ runtime (TFLM's reference kernels):
   QEMU, integer outputs bit-exact, float outputs per element within 1e-5 of TFLM's value
   (conftest.assert_float_close); three invocations in a row, so state kept across invocations
   (SVDF, the audio preprocessor's noise estimate) is compared too.
-- TFLM refuses the model: eerie-c refuses it too, with a one-line error saying why (REFUSED).
+- TFLM refuses the model: eerie-c refuses it too, with a one-line error saying why (REFUSED),
+  or, for hybrid models, compiles it correctly (HYBRID; tests/robustness/test_hybrid_models.py).
 - A model that needs an op eerie-c does not have yet: a strict xfail naming the op (XFAIL),
   so the test fails (and the entry must go) the day the op lands.
 
@@ -34,9 +35,13 @@ REFUSED = {
     # Vela's Ethos-U command stream: TFLM has no registration for the custom op without the
     # NPU driver ("Failed to get registration from op code CUSTOM").
     "tflite-micro/person_detect_vela": "CUSTOM:ethos-u",
-    # MLPerf Tiny's "float32" KWS model is hybrid (float activations, int8 weights): TFLM says
-    # "Hybrid models are not supported on TFLite Micro".
-    "mlcommons-tiny/kws_ref_model_float32": "hybrid/dynamic-range quantization",
+}
+# TFLM refuses these ("Hybrid models are not supported on TFLite Micro"); eerie-c compiles them
+# (hybrid weights dequantized at compile time), correctly: tests/robustness/test_hybrid_models.py
+# compares them with their float model on TFLM and with ai-edge-litert's hybrid kernels.
+HYBRID = {
+    # MLPerf Tiny's "float32" KWS model: float activations, int8 CONV_2D weights
+    "mlcommons-tiny/kws_ref_model_float32",
 }
 # Model -> the op it needs that eerie-c does not have yet (strict xfail: flips when it lands).
 XFAIL: dict[str, str] = {}
@@ -51,7 +56,7 @@ def _models() -> dict[str, Path]:
 
 
 MODELS = _models()
-RUNS = [m for m in MODELS if m not in REFUSED]
+RUNS = [m for m in MODELS if m not in REFUSED and m not in HYBRID]
 
 
 def _param(m):
@@ -123,6 +128,15 @@ def test_refused_like_tflm(model, tmp_path):
     assert REFUSED[model] in msg and "\n" not in msg, msg
 
 
+@pytest.mark.parametrize("model", sorted(HYBRID))
+def test_hybrid_refused_by_tflm_compiled_by_eerie_c(model, tmp_path):
+    path = MODELS[model]
+    with pytest.raises(Exception):
+        tflm_run(path, _inputs(path))
+    notes = compile_model(path, tmp_path).report["notes"]
+    assert any("dequantized at compile time" in n for n in notes), notes
+
+
 def test_corpus_is_listed_in_sources():
     """Every committed file is accounted for in SOURCES.md (repository, path, commit,
     licence), and the tables here name only files that exist."""
@@ -130,5 +144,6 @@ def test_corpus_is_listed_in_sources():
     for p in CORPUS.rglob("*.tflite"):
         assert p.name in sources or f"{p.parent.name}/*.tflite" in sources, p
         assert p.read_bytes()[4:8] == b"TFL3", f"{p} is not a flatbuffer (a Git LFS pointer?)"
-    assert set(REFUSED) | set(XFAIL) <= set(MODELS), set(REFUSED) | set(XFAIL) - set(MODELS)
+    named = set(REFUSED) | set(XFAIL) | HYBRID
+    assert named <= set(MODELS), named - set(MODELS)
     assert len(RUNS) >= 30, len(RUNS)
