@@ -83,7 +83,13 @@ def _custom_attrs(op) -> dict:
     for anything else (the op's kernel, if there is one, says what it misses)."""
     if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
         return {}
-    value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    try:
+        value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    except Exception:
+        # Not a flexbuffer: the custom op's own runtime format (XMOS's XC_* ops in models
+        # their xformer wrote). The op is unsupported, which check_supported says; the file
+        # is not malformed. A kernel that needs options reports what it misses.
+        return {}
     return dict(value) if isinstance(value, dict) else {}
 
 

@@ -340,8 +340,7 @@ def check_graph(g, file_size: int) -> None:
                 if op.kind.startswith("CUSTOM:"):
                     # A custom op's runtime may own tensors nobody produces (Vela's ethos-u op
                     # reads scratch buffers its driver allocates): unsupported, not malformed.
-                    raise EerieError(f"unsupported operator: {where} reads {tensor_where(t)}, "
-                                     f"which no op produces{_CUSTOM_HINTS.get(op.kind, '')}")
+                    _custom_unsupported(op, f"reads {tensor_where(t)}, which no op produces")
                 raise malformed(f"input {k}, {tensor_where(t)}, is neither a graph input, a "
                                 f"constant nor produced by an op", where)
         for k, tid in enumerate(op.outputs):
@@ -370,7 +369,16 @@ BIAS_INPUT = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 2, "TRANS
 
 
 _CUSTOM_HINTS = {"CUSTOM:ethos-u": ": an Arm Ethos-U NPU command stream written by Vela; compile the "
-                                   "model as it was before Vela"}
+                                   "model as it was before Vela",
+                 "CUSTOM:XC_": ": an XMOS xcore op written by xformer; compile the model as it was "
+                               "before xformer"}
+
+
+def _custom_unsupported(op, what: str):
+    """A custom op eerie-c cannot judge by TFLite's rules (its runtime defines its operands):
+    unsupported, with a hint for the accelerator formats people meet."""
+    hint = next((h for k, h in _CUSTOM_HINTS.items() if op.kind.startswith(k)), "")
+    raise EerieError(f"unsupported operator: {op_where(op)} {what}{hint}")
 
 
 def _all_ops(ops):
@@ -657,6 +665,8 @@ RULES = {
 
 def check_op(op, g) -> None:
     if not op.inputs or op.inputs[0] is None:
+        if op.kind.startswith("CUSTOM:"):   # (XMOS's XC_ld_weights reads only its options)
+            _custom_unsupported(op, "has no first input")
         _fail(op, "the op has no first input")
     _attrs_common(op)
     rule = RULES.get(op.kind)
