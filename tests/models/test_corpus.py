@@ -165,8 +165,15 @@ def test_hybrid_refused_by_tflm_compiled_by_eerie_c(model, tmp_path):
 
 
 def test_corpus_is_listed_in_sources():
-    """Every committed file is accounted for in SOURCES.md (repository, path, commit,
-    licence), and the tables here name only files that exist."""
+    """Every committed file is accounted for in SOURCES.md (what it is, licence) and in
+    collect.py (repository, commit, path: the script that copied it and checks it against
+    upstream), and the tables here name only files that exist."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("collect", CORPUS / "collect.py")
+    collect = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collect)
+    assert sorted(here for here, _, _ in collect.FILES) == \
+        sorted(str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*.tflite"))
     sources = (CORPUS / "SOURCES.md").read_text()
     for p in CORPUS.rglob("*.tflite"):
         base = p.name.removesuffix(".tflite")
