@@ -13,6 +13,7 @@ here; SOURCES.md says what each one is.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ COMMITS = {
     "tensorflow/tflite-support": "dd3362ea685bb7ab1f7268c81ec567d3b720ae57",
     "xmos/lib_tflite_micro": "20a0abe2aa73c614cb184aa026cd4325bd8a45bc",
     "zhenhuaw-me/tflite2onnx": "32d4d5731be506d5797c648fa73a91b36a80222b",
+    "tensorflow/tflite-micro-arduino-examples": "7948b85e020470a30a83bf00e10fc43b486bfcba",
 }
 
 _MICRO = "tensorflow/lite/micro/"
@@ -63,6 +65,9 @@ FILES = [
     ("tflite_micro_compiler/custom.tflite", "xmos/lib_tflite_micro", "tflite_micro_compiler/examples/custom/custom.tflite"),
     *[(f"tflite2onnx/{n}.float32.tflite", "zhenhuaw-me/tflite2onnx", f"assets/tests/{n}.float32.tflite")
       for n in _TFLITE2ONNX],
+    # a C array in the repository (`const unsigned char g_..._model_data[] = {0x20, ...};`)
+    ("tflite-micro-arduino-examples/magic_wand.tflite", "tensorflow/tflite-micro-arduino-examples",
+     "examples/magic_wand/magic_wand_model_data.cpp"),
     ("tflite2onnx/conv-relu.uint8.tflite", "zhenhuaw-me/tflite2onnx", "assets/tests/conv-relu.uint8.tflite"),
     ("tflite2onnx/mirror-pad.int32.tflite", "zhenhuaw-me/tflite2onnx", "assets/tests/mirror-pad.int32.tflite"),
 ]
@@ -70,8 +75,13 @@ FILES = [
 
 def upstream(git_dir: str, repo: str, path: str) -> bytes:
     # (git -C works in a work tree and in a bare mirror alike)
-    return subprocess.run(["git", "-C", git_dir, "show", f"{COMMITS[repo]}:{path}"],
+    data = subprocess.run(["git", "-C", git_dir, "show", f"{COMMITS[repo]}:{path}"],
                           check=True, capture_output=True).stdout
+    if path.endswith((".cc", ".cpp")):   # the model as a C array: its bytes, in order
+        text = data.decode()
+        start = text.index("{", text.index("[]"))
+        data = bytes(int(h, 16) for h in re.findall(r"0x([0-9a-fA-F]{2})", text[start:text.index("};", start)]))
+    return data
 
 
 def main(argv=None) -> int:
