@@ -49,12 +49,14 @@ def _measured(r: dict) -> bool:
 
 def note_lines(r: dict) -> list[str]:
     """What the TFLite frontend normalised in the file rather than refuse it (as TFLM reads
-    it: frontend/validate.py), one line each."""
+    it: frontend/validate.py; hybrid weights dequantized: passes/dequantize_hybrid.py), one
+    line each."""
     notes = r.get("notes", [])
     if not notes:
         return []
     return ["", "## Normalised on load", "",
-            "The file has these irregularities, which TFLM accepts; eerie-c reads them as TFLM does:",
+            "The file has these irregularities; eerie-c reads them as TFLM does, or (hybrid "
+            "weights, which TFLM refuses) as the line says:",
             ""] + [f"- {_cell(n, 300)}" for n in notes]
 
 

@@ -127,7 +127,8 @@ def test_unsupported_op_in_a_while_body_names_its_subgraph(tmp_path):
 
 def quant_scheme_model() -> bytes:
     """Two CONV_2D with asymmetric int8 weights (zero point != 0), then DEQUANTIZE and a
-    FULLY_CONNECTED with float input and int8 weights (hybrid / dynamic-range quantization):
+    FULLY_CONNECTED with float input and int8 weights (hybrid / dynamic-range quantization)
+    with a zero point (eerie-c dequantizes only symmetric hybrid weights):
     a valid TFLite file whose three problems are all quantization schemes eerie-c lacks."""
     rng = np.random.default_rng(3)
     mb = ModelBuilder()
@@ -142,7 +143,7 @@ def quant_scheme_model() -> bytes:
     mb.op("DEQUANTIZE", [h], [f])
     r = mb.tensor([1, 32], "float32")
     mb.op("RESHAPE", [f, mb.const(np.array([1, 32]), "int32")], [r])
-    w = mb.const(rng.integers(-127, 128, (5, 32)), "int8", scale=[0.01], zero_point=[0])
+    w = mb.const(rng.integers(-127, 128, (5, 32)), "int8", scale=[0.01], zero_point=[4])
     y = mb.tensor([1, 5], "float32")
     mb.op("FULLY_CONNECTED", [r, w, mb.const(rng.standard_normal(5), "float32")], [y], "FullyConnectedOptions")
     mb.output(y)
@@ -156,8 +157,8 @@ def test_unsupported_quantization_schemes_in_one_line_with_counts(tmp_path):
     p = eerie(path, "-o", out)
     assert_clean_error(p, "unsupported quantization",
                        "CONV_2D with asymmetric int8 weights (zero point != 0) x2 (ops 0, 1)",
-                       "FULLY_CONNECTED with hybrid/dynamic-range quantization (float32 input, int8 weights) "
-                       "x1 (op 4)")
+                       "FULLY_CONNECTED with hybrid/dynamic-range quantization (float32 input, int8 weights "
+                       "with zero point != 0) x1 (op 4)")
     # Hybrid is a valid TFLite scheme: unsupported, not a malformed file.
     assert "malformed" not in p.stderr
     assert not out.exists()
@@ -169,7 +170,7 @@ def test_unsupported_ops_and_quantization_share_one_line(tmp_path):
     x = mb.input([1, 8], "float32")
     c = mb.tensor([1, 8], "float32")
     mb.op("SIGN", [x], [c])
-    w = mb.const(np.ones((3, 8)), "int8", scale=[0.01], zero_point=[0])
+    w = mb.const(np.ones((3, 8)), "int8", scale=[0.01], zero_point=[1])
     y = mb.tensor([1, 3], "float32")
     mb.op("FULLY_CONNECTED", [c, w], [y], "FullyConnectedOptions")
     mb.output(y)

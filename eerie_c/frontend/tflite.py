@@ -83,7 +83,13 @@ def _custom_attrs(op) -> dict:
     for anything else (the op's kernel, if there is one, says what it misses)."""
     if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
         return {}
-    value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    try:
+        value = flexbuffers.Loads(op.CustomOptionsAsNumpy().tobytes())
+    except Exception:
+        # Not a flexbuffer: the custom op's own runtime format (XMOS's XC_* ops in models
+        # their xformer wrote). The op is unsupported, which check_supported says; the file
+        # is not malformed. A kernel that needs options reports what it misses.
+        return {}
     if isinstance(value, list):   # options TFLM reads by position (CIRCULAR_BUFFER's)
         return {"custom_vector": [v for v in value if isinstance(v, (bool, int, float))]}
     return dict(value) if isinstance(value, dict) else {}
@@ -153,7 +159,10 @@ def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Gra
     try:
         verify_flatbuffer(buf)
         g = _load(buf, name, loc, max_iterations)
-        check_graph(g, len(buf))
+        try:
+            check_graph(g, len(buf))
+        except EerieError as e:
+            raise _dynamic_shapes(buf, e) from None
     except EerieError:
         raise
     except (RecursionError, MemoryError) as e:
@@ -162,6 +171,22 @@ def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Gra
         detail = " ".join(str(e).split())[:120]
         raise malformed(f"{type(e).__name__}: {detail}", loc[0]) from None
     return verify_graph(g, "frontend")
+
+
+def _dynamic_shapes(buf: bytes, e: EerieError) -> EerieError:
+    """A graph input whose shape signature has -1 beyond the batch dimension (a model exported
+    with unknown sizes, as tflite-support's dilated_conv.tflite): the file's shapes are then
+    placeholders (often all 1), and a check that fails on them is no sign of a corrupt file."""
+    sg = tflite.Model.GetRootAs(buf, 0).Subgraphs(0)
+    for k in range(sg.InputsLength()):
+        t = sg.Tensors(sg.Inputs(k))
+        sig = [int(d) for d in t.ShapeSignatureAsNumpy()] if t.ShapeSignatureLength() else []
+        if -1 in sig[1:]:
+            name = (t.Name() or b"").decode("utf-8", "replace")
+            return EerieError(f"unsupported: dynamic shapes: graph input {k} ({name!r}) has shape "
+                              f"signature {sig}, so the file's shapes are placeholders (convert "
+                              f"the model with fixed input sizes); with them: {e}")
+    return e
 
 
 def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = None) -> Graph:

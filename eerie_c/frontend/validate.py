@@ -39,6 +39,7 @@ import struct
 import numpy as np
 
 from ..errors import EerieError
+from ..ir.describe import op_where, quote, tensor_where  # noqa: F401 (tflite.py imports quote)
 
 MAX_RANK = 6
 MAX_ELEMENTS = 2 ** 31 - 1      # C loops count elements with int
@@ -51,12 +52,6 @@ _INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
 
 def malformed(what: str, where: str = "") -> EerieError:
     return EerieError(f"malformed TFLite file: {what}" + (f" at {where}" if where else ""))
-
-
-def quote(name: str, limit: int = 48) -> str:
-    """A model-supplied name made safe for a one-line message (escaped, shortened)."""
-    s = name if len(name) <= limit else name[:limit] + "..."
-    return repr(s)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,14 +187,6 @@ def verify_flatbuffer(buf: bytes) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # The IR, once read.
-
-def tensor_where(t) -> str:
-    return f"tensor {t.id[1:] if t.id.startswith('t') else t.id} ({quote(t.label)})"
-
-
-def op_where(op) -> str:
-    return f"op {op.index} ({op.kind} {quote(op.name)})"
-
 
 def check_shape(shape, where: str, what: str = "shape") -> int:
     """Rank and dimension limits; returns the element count."""
@@ -338,6 +325,10 @@ def check_graph(g, file_size: int) -> None:
                 if tid in producer or any(tid in o.outputs for o in g.ops):
                     raise malformed(f"input {k}, {tensor_where(t)}, is used before the op that "
                                     f"produces it (ops out of order or a cycle)", where)
+                if op.kind.startswith("CUSTOM:"):
+                    # A custom op's runtime may own tensors nobody produces (Vela's ethos-u op
+                    # reads scratch buffers its driver allocates): unsupported, not malformed.
+                    _custom_unsupported(op, f"reads {tensor_where(t)}, which no op produces")
                 raise malformed(f"input {k}, {tensor_where(t)}, is neither a graph input, a "
                                 f"constant nor produced by an op", where)
         for k, tid in enumerate(op.outputs):
@@ -363,6 +354,19 @@ FILTER_CHANNEL_DIM = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0
 # Their bias input: TFLM never reads a bias's quantization (the kernels use input scale x
 # filter scale), so nothing in it is checked beyond what keeps the report sane.
 BIAS_INPUT = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 2, "TRANSPOSE_CONV": 3}
+
+
+_CUSTOM_HINTS = {"CUSTOM:ethos-u": ": an Arm Ethos-U NPU command stream written by Vela; compile the "
+                                   "model as it was before Vela",
+                 "CUSTOM:XC_": ": an XMOS xcore op written by xformer; compile the model as it was "
+                               "before xformer"}
+
+
+def _custom_unsupported(op, what: str):
+    """A custom op eerie-c cannot judge by TFLite's rules (its runtime defines its operands):
+    unsupported, with a hint for the accelerator formats people meet."""
+    hint = next((h for k, h in _CUSTOM_HINTS.items() if op.kind.startswith(k)), "")
+    raise EerieError(f"unsupported operator: {op_where(op)} {what}{hint}")
 
 
 def _all_ops(ops):
@@ -650,6 +654,8 @@ RULES = {
 
 def check_op(op, g) -> None:
     if not op.inputs or op.inputs[0] is None:
+        if op.kind.startswith("CUSTOM:"):   # (XMOS's XC_ld_weights reads only its options)
+            _custom_unsupported(op, "has no first input")
         _fail(op, "the op has no first input")
     _attrs_common(op)
     rule = RULES.get(op.kind)

@@ -21,6 +21,10 @@ WEIGHT_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 0, "FULLY_CONNECTED": 0, "TRANS
 SYMMETRIC_WEIGHT_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
 
 HYBRID = "hybrid/dynamic-range quantization (float32 input, int8 weights)"
+# passes/dequantize_hybrid.py compiles the symmetric hybrid ops of these kinds; what reaches
+# check_supported of them has weights with a zero point (TFLite's hybrid kernels ignore it)
+HYBRID_ASYMMETRIC = "hybrid/dynamic-range quantization (float32 input, int8 weights with zero point != 0)"
+DEQUANTIZED_HYBRID = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 ASYMMETRIC = "asymmetric int8 weights (zero point != 0)"
 
 
@@ -40,6 +44,9 @@ def quant_problem(op: Op, g: Graph) -> str | None:
         consts = [t for k in range(len(op.inputs)) if k != act_k and (t := _t(g, op, k)) is not None
                   and t.is_const]
         if any(t.dtype in ("int8", "uint8") for t in consts):
+            w = _t(g, op, 1)
+            if op.kind in DEQUANTIZED_HYBRID and w is not None and w.dtype == "int8":
+                return HYBRID_ASYMMETRIC
             return HYBRID
         return None
     if op.kind in SYMMETRIC_WEIGHT_OPS and x.dtype in ("int8", "int16"):

@@ -8,9 +8,8 @@
   type's range instead of hitting the undefined int conversion TFLM performs.
 - int -> int: out = zp_out + requantize(x - zp_in) with multiplier in_scale / out_scale derived
   in double, saturated to the output type; equal scales give an exact offset shift. An int32
-  input (an accumulator requantized to int8 / int16) takes TFLM's int32 arithmetic as it runs
-  on two's-complement machines: x - zp_in and the multiplier's left shift wrap, and equal
-  scales still go through the multiplier (1 << 30, shift 1: values beyond +-2^30 wrap there).
+  input (TFLM's seanet integration test quantizes int32 -> int16) can overflow x - zp_in and
+  the output offset: TFLM's int32 arithmetic wraps there, ours too, in unsigned arithmetic.
 - DEQUANTIZE: TFLM computes scale * (x - zp) in double and casts to float. With a float32 scale
   and |x - zp| < 2^17 that double product is exact, so one float multiply rounds identically.
 """
@@ -34,6 +33,11 @@ QUANTIZE_OUTPUTS = {"float32": FLOAT_OUTPUTS,
                     **{a: tuple(sorted(b for a2, b in REQUANT_PAIRS if a2 == a))
                        for a in sorted({a for a, _ in REQUANT_PAIRS})}}
 DEQUANTIZE_INPUTS = ("int8", "int16", "uint8")
+
+
+def _unsigned(v: int) -> str:
+    """' + vu' / ' - |v|u' / '': an offset added in uint32_t arithmetic (wraps, no UB)."""
+    return "" if v == 0 else (f" + {v}u" if v > 0 else f" - {-v}u")
 
 
 def _per_tensor(op, t, role):
@@ -66,14 +70,14 @@ def lower_quantize(op, g, ctx):
         raise EerieError(f"QUANTIZE {op.name!r}: {x.dtype} -> {y.dtype} is not supported")
     _per_tensor(op, x, "input")
     mult, shift = quantize_multiplier(float(x.quant.scale[0]) / float(y.quant.scale[0]))
-    identity = (mult, shift) == (1 << 30, 1) and x.dtype != "int32"
-    if x.dtype == "int32":   # x - zp wraps as TFLM's int32 subtraction does, without overflow
-        src = f"(int32_t)((uint32_t)in0[i] - (uint32_t)({x.zero_point}))" if x.zero_point else "in0[i]"
-    else:
-        src = f"(int32_t)in0[i]{_signed(-x.zero_point)}"
+    wrap = x.dtype == "int32"
+    # equal scales: TFLM still multiplies by 2^30 after a left shift of 1, which wraps for
+    # |x| >= 2^30, so the plain offset shift is exact only for inputs narrower than int32
+    identity = (mult, shift) == (1 << 30, 1) and not wrap
+    off = _unsigned if wrap else _signed
     body = render("kernels/requantize.c.j2", n=x.size, ctype=y.ctype, identity=identity,
-                  mult=mult, shift=shift, src=src, out_off=_signed(y.zero_point),
-                  clamp=y.dtype != "int32", lo=qmin, hi=qmax)
+                  mult=mult, shift=shift, in_off=off(-x.zero_point), out_off=off(y.zero_point),
+                  clamp=y.dtype != "int32", lo=qmin, hi=qmax, wrap=wrap)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id],
                    helpers=set() if identity else {"requant"})
 

@@ -129,6 +129,21 @@ def test_requantize_int8_int32(tmp_path):
     assert_matches_tflm(model, [ALL_INT8], tmp_path)
 
 
+def test_requantize_int32_int8_int16(tmp_path):
+    """int32 -> int16 / int8 (TFLM's seanet integration test quantizes an int32 tensor to int16):
+    the full int32 range, where x - zero point and the equal-scale path wrap as TFLM's int32
+    arithmetic does."""
+    x = np.concatenate([np.random.default_rng(3).integers(-2 ** 31, 2 ** 31, 300),
+                        [-2 ** 31, 2 ** 31 - 1, 2 ** 30, -2 ** 30 - 1, 0, 1, -1, 40000, -40000]])
+    x = x.astype(np.int32).reshape(1, -1)
+    model = fan_out("QUANTIZE", x.shape[1], "int32", [(1.49e-7, 0), (0.001, -9)], [
+        (0, "int16", (0.00092197, 0)),   # the seanet model's parameters
+        (0, "int8", (0.02, 5)),
+        (1, "int16", (0.001, 3)),        # equal scales
+        (1, "int8", (0.0003, -100))])    # rescale up, saturates
+    assert_matches_tflm(model, [x, x[:, ::-1].copy()], tmp_path)
+
+
 def test_requantize_uint8_int8(tmp_path):
     model = fan_out("QUANTIZE", 256, "uint8", [(0.05, 128), (0.02, 0)], [
         (0, "int8", (0.05, 0)),       # the usual uint8 -> int8 conversion: zero point - 128

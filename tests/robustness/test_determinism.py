@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tflite_builder import ACT, ModelBuilder  # noqa: E402
 
 import eerie_c.api as api  # noqa: E402
+import eerie_c.pipeline as pipeline  # noqa: E402
 import eerie_c.output as output  # noqa: E402
 from eerie_c.errors import EerieError  # noqa: E402
 
@@ -96,7 +97,8 @@ def test_injected_failure_leaves_previous_output(previous, tmp_path, monkeypatch
 
     def boom(*a, **k):
         raise RuntimeError(f"injected failure in {stage}")
-    target = api if stage != "render" else __import__("eerie_c.emit.c", fromlist=["render"])
+    # each stage as pipeline.py calls it (render: as emit/c.py does)
+    target = pipeline if stage != "render" else __import__("eerie_c.emit.c", fromlist=["render"])
     monkeypatch.setattr(target, stage, boom)
     with pytest.raises(RuntimeError, match="injected"):
         api.compile_model(m, out, name="m")

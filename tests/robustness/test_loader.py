@@ -274,11 +274,11 @@ def test_internal_error_is_one_line_exit_3(tmp_path, monkeypatch, capsys):
     mb, _ = fc_builder()
     good = tmp_path / "m.tflite"
     good.write_bytes(mb.build())
-    import eerie_c.api as api
+    import eerie_c.pipeline as pipeline   # where compile_model finds compile_graph
 
     def boom(*a, **k):
         raise ZeroDivisionError("simulated compiler bug\nwith two lines")
-    monkeypatch.setattr(api, "compile_graph", boom)
+    monkeypatch.setattr(pipeline, "compile_graph", boom)
     monkeypatch.delenv("EERIE_C_DEBUG", raising=False)
     assert cli.main([str(good), "-o", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err.strip().splitlines()
@@ -329,11 +329,11 @@ def test_cli_error_text_from_any_stage_is_one_safe_line(tmp_path, monkeypatch, c
     mb, _ = fc_builder()
     good = tmp_path / "m.tflite"
     good.write_bytes(mb.build())
-    import eerie_c.api as api
+    import eerie_c.pipeline as pipeline
 
     def refuse(*a, **k):
         raise EerieError("op 'evil\nname\x1b[2J\x07' is not supported")
-    monkeypatch.setattr(api, "compile_graph", refuse)
+    monkeypatch.setattr(pipeline, "compile_graph", refuse)
     assert cli.main([str(good), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err

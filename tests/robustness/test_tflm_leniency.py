@@ -167,3 +167,39 @@ def test_zero_activation_scale_is_refused():
     mb.op("RELU", [x], [y])
     mb.output(y)
     refused(mb.build(), "quantization scale 0.0 is not a positive finite number")
+
+
+# --- custom ops of other runtimes: TFLM has no registration; unsupported, not malformed ---------
+
+def test_accelerator_custom_ops_are_unsupported_not_malformed(tmp_path):
+    """The shapes of XMOS xformer's output (as in lib_tflite_micro's test models): an
+    XC_ld_weights op with no inputs and options in XMOS's own format (not a flexbuffer), and an
+    op reading a scratch tensor nothing produces (as Vela's ethos-u op does; TFLM's own
+    person_detect_vela.tflite is in tests/corpus). TFLM refuses them for want of a registration;
+    eerie-c names the op as unsupported, with a hint, instead of calling the file malformed."""
+    mb = ModelBuilder()
+    x = mb.input([1, 8], "int8", scale=0.1, zero_point=0)
+    w = mb.tensor([8], "int8", scale=0.1, zero_point=0)
+    mb.custom_op("XC_ld_weights", [], [w])
+    mb.ops[-1].customOptions = [0xFC, 0xFF, 0x00, 0x17]   # XMOS's binary options
+    y = mb.tensor([1, 8], "int8", scale=0.1, zero_point=0)
+    mb.custom_op("XC_add", [x, w], [y])
+    mb.output(y)
+    m = mb.build()
+    xs = [np.zeros((1, 1, 8), np.int8)]
+    tflm_refuses(m, xs)
+    msg = refused(m, "unsupported operator: op 0 (CUSTOM:XC_ld_weights", "has no first input",
+                  "an XMOS xcore op written by xformer")
+    assert "malformed" not in msg
+
+    mb = ModelBuilder()
+    x = mb.input([1, 8], "int8", scale=0.1, zero_point=0)
+    scratch = mb.tensor([64], "uint8", name="_split_1_scratch")
+    y = mb.tensor([1, 8], "int8", scale=0.1, zero_point=0)
+    mb.custom_op("ethos-u", [x, scratch], [y])
+    mb.output(y)
+    m = mb.build()
+    tflm_refuses(m, xs)
+    msg = refused(m, "unsupported operator: op 0 (CUSTOM:ethos-u", "'_split_1_scratch'), which no op produces",
+                  "an Arm Ethos-U NPU command stream written by Vela")
+    assert "malformed" not in msg
