@@ -11,14 +11,6 @@
  * all three words lie in one page: aligning it to 16 bytes guarantees that. On RV32 the
  * parameter block holds 32-bit words and SYS_EXIT takes the reason itself, as on AArch32.
  * QEMU serves it with -semihosting-config enable=on,target=native. */
-#define SYS_OPEN 0x01
-#define SYS_CLOSE 0x02
-#define SYS_WRITE0 0x04
-#define SYS_WRITE 0x05
-#define SYS_READ 0x06
-#define SYS_EXIT 0x18
-#define ADP_STOPPED_APPLICATION_EXIT 0x20026u
-#define ADP_STOPPED_RUN_TIME_ERROR 0x20023u
 
 static uint32_t semihost(uint32_t op, const void *arg)
 {
@@ -30,57 +22,7 @@ static uint32_t semihost(uint32_t op, const void *arg)
     return a0;
 }
 
-int eerie_sh_open(const char *path, int mode)
-{
-    uint32_t n = 0;
-    uint32_t args[3];
-    while (path[n] != '\0') {
-        ++n;
-    }
-    args[0] = (uint32_t)(uintptr_t)path;
-    args[1] = (uint32_t)mode;
-    args[2] = n;
-    return (int)semihost(SYS_OPEN, args);
-}
-
-int eerie_sh_close(int handle)
-{
-    uint32_t args[1];
-    args[0] = (uint32_t)handle;
-    return (int)semihost(SYS_CLOSE, args);
-}
-
-uint32_t eerie_sh_read(int handle, void *buf, uint32_t len)
-{
-    uint32_t args[3];
-    args[0] = (uint32_t)handle;
-    args[1] = (uint32_t)(uintptr_t)buf;
-    args[2] = len;
-    return len - semihost(SYS_READ, args);   /* the call returns the bytes NOT read */
-}
-
-uint32_t eerie_sh_write(int handle, const void *buf, uint32_t len)
-{
-    uint32_t args[3];
-    args[0] = (uint32_t)handle;
-    args[1] = (uint32_t)(uintptr_t)buf;
-    args[2] = len;
-    return len - semihost(SYS_WRITE, args);  /* likewise the bytes NOT written */
-}
-
-void eerie_sh_puts(const char *s)
-{
-    (void)semihost(SYS_WRITE0, s);
-}
-
-void eerie_sh_exit(int status)
-{
-    /* QEMU exits 0 for "application exit" and 1 for any other reason. */
-    (void)semihost(SYS_EXIT, (const void *)(uintptr_t)(status == 0 ? ADP_STOPPED_APPLICATION_EXIT
-                                                                    : ADP_STOPPED_RUN_TIME_ERROR));
-    for (;;) {
-    }
-}
+#include "eerie_semihosting.h"
 
 void eerie_put_u64(uint64_t v)
 {

@@ -32,7 +32,7 @@ class Arch:
 
 ARM = Arch("arm", "arm-none-eabi-", "qemu-system-arm", "--specs=nano.specs --specs=nosys.specs",
            "--specs=nano.specs --specs=nosys.specs",
-           {"eerie_rt.h": "eerie_rt.h", "eerie_rt.c": "eerie_rt.c",
+           {"eerie_rt.h": "eerie_rt.h", "eerie_rt.c": "eerie_rt.c", "eerie_semihosting.h": "eerie_semihosting.h",
             "eerie_startup.c": "eerie_startup.c", "arm-none-eabi.cmake": "arm-none-eabi.cmake"},
            "arm-none-eabi.cmake", "gcc-arm-none-eabi libnewlib-arm-none-eabi",
            ("SysTick_Handler",), (32, 104))
@@ -40,7 +40,7 @@ ARM = Arch("arm", "arm-none-eabi-", "qemu-system-arm", "--specs=nano.specs --spe
 # The RISC-V targets' own flags carry -specs=picolibc.specs (for its headers), and gcc rejects
 # the specs file given twice: the Makefile links with CFLAGS, so only CMake adds it.
 RISCV = Arch("riscv", "riscv64-unknown-elf-", "qemu-system-riscv32", "", "-specs=picolibc.specs",
-             {"eerie_rt.h": "eerie_rt.h", "eerie_rt.c": "eerie_rt_riscv.c",
+             {"eerie_rt.h": "eerie_rt.h", "eerie_rt.c": "eerie_rt_riscv.c", "eerie_semihosting.h": "eerie_semihosting.h",
               "eerie_startup.c": "eerie_startup_riscv.c",
               "riscv64-unknown-elf.cmake": "riscv64-unknown-elf.cmake"},
              "riscv64-unknown-elf.cmake", "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf",
