@@ -200,6 +200,10 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
         out_zp=y.zero_point, act_min=act_min, act_max=act_max)
 
 
+# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8
+SHARED_MIN_K = 64
+
+
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
@@ -235,16 +239,21 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
             v["act_min"], v["act_max"] = activation_range_int(act, y)
     if fast is None:
         v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
+    # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
+    # (small kernels stay inline: their fully unrolled loops beat a call)
+    v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= SHARED_MIN_K
     wdata = pad_to(wflat, (ocp, kp))
     if dsp:   # pairs of rows interleaved per 4 taps: [ocp/2][kp/4][2 rows][4 taps]
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
-    v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label) + (
-        f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else ""))
+    what_w = c_comment(w.label) + (
+        f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
+    if v["shared"]:   # as little-endian words: the kernel loads them with LDRD (word-aligned)
+        words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
+        v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
+    else:
+        v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
-    # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
-    # (small kernels stay inline: their fully unrolled loops beat a call)
-    v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= 64
     return v
 
 
