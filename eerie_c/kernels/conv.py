@@ -23,8 +23,8 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
-                   zero_channels)
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
+                   pad_to, round_up, zero_channels)
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._mve import has_mve, lower_conv2d_mve
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
@@ -200,8 +200,9 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
         out_zp=y.zero_point, act_min=act_min, act_max=act_max)
 
 
-# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8
-SHARED_MIN_K = 64
+# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8 (every
+# depth: its assembly loop and tails beat the inline C kernel even at kp = 8)
+SHARED_MIN_K = 4
 
 
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
@@ -231,27 +232,41 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         dfb = np.where(wabs == 0, 0, fbias)
         if w.quant.per_channel and len(w.quant.scale) != out_c:
             raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
-        fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
-                                   w.quant.per_channel, ocp, arrays=True, constants=consts)
+        bound = acc_bound(dfb, wabs)
+        values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
+        # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
+        v["shared"] = values is not None and values[3] == 0 and kp >= SHARED_MIN_K
+        if v["shared"]:
+            # per pair of channels one row of 8 words, read in order: bias, multiplier,
+            # radd, rshift, each for the two channels
+            fbias = dfb
+            rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
+                    for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
+                     rq_table=ctx.const(np.concatenate(rows, axis=1).astype(np.int32), "int32_t",
+                                        "bias_requant", "per pair of channels: folded bias, "
+                                        "multiplier, radd, rshift (two of each)"))
+            fast = v
+        else:
+            fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
+                                       w.quant.per_channel, ocp, arrays=True, constants=consts)
         if fast is not None:
             fbias = dfb
-            v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+            if not v["shared"]:
+                v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
             v["act_min"], v["act_max"] = activation_range_int(act, y)
     if fast is None:
         v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
-    # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
-    # (small kernels stay inline: their fully unrolled loops beat a call)
-    v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= SHARED_MIN_K
     wdata = pad_to(wflat, (ocp, kp))
     if dsp:   # pairs of rows interleaved per 4 taps: [ocp/2][kp/4][2 rows][4 taps]
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     what_w = c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
-    if v["shared"]:   # as little-endian words: the kernel loads them with LDRD (word-aligned)
+    if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
         v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
-    else:
-        v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
+        return v
+    v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
     return v

@@ -16,27 +16,32 @@ import numpy as np
 
 from ..templating import render
 from . import Lowered, kernel
-from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
+                   zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_rules import folded_bias, ring_inplace
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
-def dsp_weights(ctx, wk, in_c):
-    """Weights sign-extended per 4 channels and tap as words (w_c, w_c+2), (w_c+1, w_c+3):
-    the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
-    t = wk.astype(np.int64).reshape(wk.shape[0], in_c // 4, 4)      # [tap][group][4 channels]
+def dsp_weights(ctx, wk, in_c, scale: int = 1):
+    """Weights (times `scale`) sign-extended per 4 channels and tap as words (w_c, w_c+2),
+    (w_c+1, w_c+3): the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
+    t = scale * wk.astype(np.int64).reshape(wk.shape[0], in_c // 4, 4)   # [tap][group][4 channels]
     lo = (t[..., 0] & 0xFFFF) | ((t[..., 2] & 0xFFFF) << 16)
     hi = (t[..., 1] & 0xFFFF) | ((t[..., 3] & 0xFFFF) << 16)
     words = np.stack([lo, hi], axis=-1).transpose(1, 0, 2)           # [group][tap][2]
     return ctx.const(words.astype(np.uint32).view(np.int32), "int32_t", "weights_dsp",
-                     "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap")
+                     "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap"
+                     + (", doubled" if scale == 2 else ""))
 
 
 def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
     """Everything the DSP variant reads: its weight layout, tap offsets, the zero-point word,
-    the folded bias (0 for channels with constant outputs) and the requantization."""
+    the folded bias (0 for channels with constant outputs) and the requantization. With the
+    fast requantization, weights and bias are stored doubled (int8 weights doubled fit the
+    int16 halfwords) so the accumulator arrives as the 2 * acc that SMMULR needs, and bias and
+    requantization parameters are one table read in order per 4 channels."""
     mult, shift = per_channel_multipliers(x, w, y, in_c)
     wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
     dead = zero_channels(mult, shift, acc_bound(fb, wabs))
@@ -45,13 +50,26 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
     # all-zero weight columns give constant outputs, produced by the requantization constants
     consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
     dfb = np.where(wabs == 0, 0, fb)
-    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
-                               w.quant.per_channel, in_c, constants=consts)
+    bound = acc_bound(dfb, wabs)
     zp = x.zero_point & 0xFF
     v = dict(taps=[(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
                    for ky in range(win.kh) for kx in range(win.kw)],
-             zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]),
-             wexp=dsp_weights(ctx, wk, in_c))
+             zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]))
+    values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
+    if values is not None and values[3] == 0:
+        mult_, rshift, radd, _ = values
+        cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
+                for a in (2 * dfb, mult_, radd, rshift)]
+        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point,
+                 rq_table=ctx.const(np.concatenate(cols, axis=1).astype(np.int32), "int32_t",
+                                    "bias_requant", "per 4 channels: doubled folded bias, "
+                                    "multiplier, radd, rshift (four of each)"),
+                 wexp=dsp_weights(ctx, wk, in_c, 2))
+        v["act_min"], v["act_max"] = activation_range_int(act, y)
+        return v
+    v.update(table=False, wexp=dsp_weights(ctx, wk, in_c))
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
+                               w.quant.per_channel, in_c, constants=consts)
     if fast is not None:
         v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
         v["act_min"], v["act_max"] = activation_range_int(act, y)
