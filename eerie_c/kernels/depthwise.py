@@ -24,6 +24,12 @@ from ._conv_rules import folded_bias, ring_inplace
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
+# The table path pays from 32 channels on (vww, mps2-an386: 64 channels 4.04 -> 3.88, 32
+# channels 4.06 -> 3.74 instructions per MAC); with 8 or 16 channels gcc's code for it was
+# slower than the separate arrays' (4.47 -> 6.10, 4.12 -> 5.45), so those keep them.
+TABLE_MIN_CHANNELS = 32
+
+
 def dsp_weights(ctx, wk, in_c, scale: int = 1):
     """Weights (times `scale`) sign-extended per 4 channels and tap as words (w_c, w_c+2),
     (w_c+1, w_c+3): the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
@@ -56,7 +62,7 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
                    for ky in range(win.kh) for kx in range(win.kw)],
              zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]))
     values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
-    if values is not None and values[3] == 0:
+    if values is not None and values[3] == 0 and in_c >= TABLE_MIN_CHANNELS:
         mult_, rshift, radd, _ = values
         cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
                 for a in (2 * dfb, mult_, radd, rshift)]
