@@ -24,10 +24,20 @@ from ._conv_rules import folded_bias, ring_inplace
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
-# The table path pays from 32 channels on (vww, mps2-an386: 64 channels 4.04 -> 3.88, 32
-# channels 4.06 -> 3.74 instructions per MAC); with 8 or 16 channels gcc's code for it was
-# slower than the separate arrays' (4.47 -> 6.10, 4.12 -> 5.45), so those keep them.
+# Which int8 DSP kernel, from measurements on mps2-an386 (vww, kws):
+# - stride 1: the kernel over sign-extended rows (depthwise_s8_dsp_rows.c.j2; every input
+#   word extended once instead of once per window, no border path): kws 4.20 -> 3.20, vww's
+#   8 channels 4.47 -> 3.83, 32 channels 4.06 -> 3.42 instructions per MAC;
+# - strided: each input word is read by about 2 windows, so extending rows first does not
+#   pay (vww 16 channels 4.12 -> 4.38, 32 channels 3.64 -> 3.96); depthwise_s8_dsp.c.j2
+#   with the table from 32 channels on (4.06 -> 3.64), with separate arrays below (gcc's code
+#   for the table with 8 or 16 channels was slower: 4.12 -> 5.45).
 TABLE_MIN_CHANNELS = 32
+
+
+def rows_ok(win) -> bool:
+    """Whether the kernel over sign-extended rows applies (with the table path)."""
+    return win.sh == 1 and win.sw == 1
 
 
 def dsp_weights(ctx, wk, in_c, scale: int = 1):
@@ -62,7 +72,7 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
                    for ky in range(win.kh) for kx in range(win.kw)],
              zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]))
     values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
-    if values is not None and values[3] == 0 and in_c >= TABLE_MIN_CHANNELS:
+    if values is not None and values[3] == 0 and (in_c >= TABLE_MIN_CHANNELS or rows_ok(win)):
         mult_, rshift, radd, _ = values
         cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
                 for a in (2 * dfb, mult_, radd, rshift)]
@@ -113,7 +123,7 @@ def lower_depthwise_conv2d(op, g, ctx):
             if low is not None:
                 return low
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
-        v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1)
+        v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
@@ -122,6 +132,15 @@ def lower_depthwise_conv2d(op, g, ctx):
             if ring_inplace(g, x, win, in_h, in_w):
                 v["lag"] = win.pad_t
                 scratch = (win.pad_t + 1) * in_w * in_c
+            if v.get("table") and rows_ok(win):
+                # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
+                # extended once instead of once per window reading it, and no border path
+                pad_r = max(0, (win.out_w - 1) * win.sw - win.pad_l + (kw - 1) * win.dw - (in_w - 1))
+                zp = x.zero_point & 0xFFFF
+                v.update(rows=True, pw=win.pad_l + in_w + pad_r, px=in_c // 2,
+                         rspan=(kh - 1) * win.dh + 1,
+                         zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
+                scratch += 4 * (v["rspan"] + 1) * v["pw"] * v["px"]
         else:
             v["weights"] = ctx.tensor_const(w, "weights")
             if win.has_interior:
@@ -133,4 +152,4 @@ def lower_depthwise_conv2d(op, g, ctx):
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=scratch > 0)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=v.get("lag", -1) >= 0)

@@ -1,9 +1,10 @@
 """The int8 DEPTHWISE_CONV_2D kernel of the DSP targets with its requantization table (weights
-and bias stored doubled, 16 words of bias and parameters per 4 channels; kernels/depthwise.py,
-kernels/depthwise_s8_dsp.c.j2) vs TFLM: odd spatial shapes, strides, dilation, both paddings,
+and bias stored doubled, 16 words of bias and parameters per 4 channels) over sign-extended
+input rows (kernels/depthwise.py, kernels/depthwise_s8_dsp_rows.c.j2: assembly taps for
+kh <= 3 within LDRD's reach, C otherwise) vs TFLM: odd spatial shapes, strides, dilation, both paddings,
 batches > 1, ReLU / ReLU6 / none, per-channel and per-tensor scales, on the host (plain C,
 UBSan, the source proof) and on the real instructions in QEMU on the M4 (mps2-an386) and the
-M7 (mps2-an500). The table path is taken from 32 channels on (TABLE_MIN_CHANNELS)."""
+M7 (mps2-an500)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,12 +15,16 @@ from eerie_c.api import compile_model, run_model
 from test_depthwise import dw_model
 from test_dsp_kernels import check_dsp_target
 
-# in_shape, kernel, stride, padding, dilation, act, per_channel
+# in_shape, kernel, stride, padding, dilation, act, per_channel (stride 1: the rows kernel;
+# strided layers keep depthwise_s8_dsp.c.j2, with the table from 32 channels on)
 SHAPES = {
     "k3-odd-relu6": ((1, 7, 5, 36), (3, 3), (1, 1), "SAME", (1, 1), "RELU6", True),
-    "k3-s2-batch2": ((2, 9, 6, 32), (3, 3), (2, 2), "SAME", (1, 1), "NONE", True),
+    "k3-batch2-8ch": ((2, 9, 6, 8), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),
     "k3-dil2-valid": ((1, 9, 8, 32), (3, 3), (1, 1), "VALID", (2, 2), "RELU", False),
-    "k5x3-same": ((1, 6, 7, 48), (5, 3), (1, 1), "SAME", (1, 1), "RELU", True),
+    "k5x3-same": ((1, 6, 7, 48), (5, 3), (1, 1), "SAME", (1, 1), "RELU", True),   # C taps (kh > 3)
+    "k3-256ch": ((1, 4, 5, 256), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),    # C taps (LDRD reach)
+    "k3-valid-odd": ((1, 8, 7, 32), (3, 3), (1, 1), "VALID", (1, 1), "RELU6", True),
+    "k3-s2-batch2-table": ((2, 9, 6, 32), (3, 3), (2, 2), "SAME", (1, 1), "NONE", True),  # not rows
 }
 
 
@@ -34,7 +39,10 @@ def test_depthwise_table_host(tmp_path, case):
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     code = compile_model(src, target="cortex-m4", name="m").files["m.c"]
-    assert "eerie_requant_fast2(" in code, "the table path is the one under test"
+    if SHAPES[case][2] == (1, 1):
+        assert "extended zero-point row" in code, "the kernel over extended rows is the one under test"
+    else:
+        assert "eerie_requant_fast2(" in code and "extended zero-point row" not in code
     check_dsp_target(tmp_path, model, in_shape)
 
 
