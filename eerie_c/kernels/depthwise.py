@@ -108,6 +108,7 @@ def lower_depthwise_conv2d(op, g, ctx):
     act = op.attrs.get("fused_activation_function", "NONE")
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     scratch = 0
+    inplace = False
     if x.dtype == "float32":
         v["weights"] = ctx.tensor_const(w, "weights")
         v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
@@ -127,20 +128,23 @@ def lower_depthwise_conv2d(op, g, ctx):
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
-            # In place (conv.ring_inplace): a ring of pad_t + 1 output rows in scratch; see
-            # depthwise_s8_dsp.c.j2.
-            if ring_inplace(g, x, win, in_h, in_w):
-                v["lag"] = win.pad_t
-                scratch = (win.pad_t + 1) * in_w * in_c
+            inplace = ring_inplace(g, x, win, in_h, in_w)
             if v.get("table") and rows_ok(win):
                 # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
-                # extended once instead of once per window reading it, and no border path
+                # extended once instead of once per window reading it, and no border path.
+                # In place it needs no ring of output rows: output row oy covers input row
+                # oy's bytes, and every input row up to oy is extended before it is written.
                 pad_r = max(0, (win.out_w - 1) * win.sw - win.pad_l + (kw - 1) * win.dw - (in_w - 1))
                 zp = x.zero_point & 0xFFFF
                 v.update(rows=True, pw=win.pad_l + in_w + pad_r, px=in_c // 2,
                          rspan=(kh - 1) * win.dh + 1,
                          zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
-                scratch += 4 * (v["rspan"] + 1) * v["pw"] * v["px"]
+                scratch = 4 * (v["rspan"] + 1) * v["pw"] * v["px"]
+            elif inplace:
+                # In place (conv.ring_inplace): a ring of pad_t + 1 output rows in scratch;
+                # see depthwise_s8_dsp.c.j2.
+                v["lag"] = win.pad_t
+                scratch = (win.pad_t + 1) * in_w * in_c
         else:
             v["weights"] = ctx.tensor_const(w, "weights")
             if win.has_interior:
@@ -152,4 +156,4 @@ def lower_depthwise_conv2d(op, g, ctx):
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=v.get("lag", -1) >= 0)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace)

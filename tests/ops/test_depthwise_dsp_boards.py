@@ -56,3 +56,21 @@ def test_depthwise_table_qemu(tmp_path, case, board):
     got, rep = run_model(p, xs, board=board)
     assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+@pytest.mark.parametrize("kw", [dict(), dict(dil=(2, 2)), dict(batches=2), dict(hw=(9, 7), c=12)],
+                         ids=["3x3", "dilated", "batches", "9x7x12"])
+def test_rows_in_place_qemu(tmp_path, kw, board):
+    """In place the rows kernel writes output row oy straight over input row oy (already
+    extended, like every row up to it): no ring of output rows."""
+    from test_dsp_kernels import dw_chain
+    model, shape = dw_chain(**kw)
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    rep = compile_model(p, target="cortex-m4", name="m").report
+    dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
+    assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"], "runs in place"
+    xs = [random_inputs(list(shape), "int8", 2, seed=6)]
+    got, rep = run_model(p, xs, board=board)
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
