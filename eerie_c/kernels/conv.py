@@ -200,9 +200,10 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
         out_zp=y.zero_point, act_min=act_min, act_max=act_max)
 
 
-# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8 (every
-# depth: its assembly loop and tails beat the inline C kernel even at kp = 8)
-SHARED_MIN_K = 4
+# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8. Measured
+# on vww (kp = 8, 16, 28, 32 layers): from 16 on it beats the inline C kernel on the M4 and
+# the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
+SHARED_MIN_K = 16
 
 
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:

@@ -129,7 +129,7 @@ def test_conv_dsp_requant_edge_multipliers(tmp_path, out_scale):
     check_dsp_target(tmp_path, small_conv(3, out_scale), (1, 4, 4, 4))
 
 
-@pytest.mark.parametrize("k,in_c", [(1, 8), (3, 8)], ids=["1x1", "3x3"])
+@pytest.mark.parametrize("k,in_c", [(1, 8), (3, 8)], ids=["inline", "shared"])
 def test_conv_dsp_dead_and_tiny_channels(tmp_path, k, in_c):
     """Channels with multiplier 0 (scale underflow) or a right shift past every possible
     accumulator (as in vww_96_int8) take the fast path as constant zero-point outputs."""
