@@ -18,7 +18,8 @@ are mostly small (ad01's first four layers); small layers (the classifier heads 
 resnet) and layers with wide weights stay int8.
 
 --optimize speed keeps every layer int8 (fewest instructions), --optimize size takes the
-smallest format whenever it saves bytes; balanced (the default) is the rule above.
+smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES (about a format kernel's
+code); balanced (the default) is the rule above.
 
 PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
 that format where its bounds hold (else int8), for tests of small layers the rule would
@@ -35,6 +36,9 @@ PACK = True
 FORCE: str | None = None
 
 MIN_SAVED_BYTES = 2048
+# --optimize size: a packed format must save at least about its kernel's code (each of
+# fc_dsp_p4 / fc_dsp_p556 is under 1 KiB of Thumb-2), else the firmware grows (vww's classifier)
+SIZE_MIN_SAVED_BYTES = 1024
 BYTES_PER_INSTRUCTION = 0.25
 
 # Instruction estimates per call (one batch row), fitted to per-layer counts on the
@@ -93,7 +97,8 @@ def choose(w: np.ndarray, bias: np.ndarray, batches: int, optimize: str = "balan
     base.update(instructions=estimate_instructions(base, batches), bytes=flash_bytes(base))
     best = base
     base["why"] = "int8: fewest instructions" if optimize == "speed" else (
-        "int8: no packed format saves enough" if optimize == "balanced" else "int8: smallest")
+        "int8: no packed format saves enough" if optimize == "balanced"
+        else f"int8: no packed format saves {SIZE_MIN_SAVED_BYTES} B (its kernel's code)")
     for fmt in (("p4", "p556") if PACK and optimize != "speed" else ()):
         enc = encode(fmt, w, bias)
         if enc is None:
@@ -102,7 +107,7 @@ def choose(w: np.ndarray, bias: np.ndarray, batches: int, optimize: str = "balan
         saved = base["bytes"] - enc["bytes"]
         extra = enc["instructions"] - base["instructions"]
         if optimize == "size":
-            ok = saved > 0
+            ok = saved >= SIZE_MIN_SAVED_BYTES
             why = f"smallest: saves {saved:,} B for {extra:+,} instructions"
         else:
             ok = saved >= MIN_SAVED_BYTES and saved >= BYTES_PER_INSTRUCTION * extra

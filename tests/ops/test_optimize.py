@@ -33,7 +33,10 @@ def test_modes_on_ad01(models_dir):
         choices = [op["choice"] for op in r.report["ops"] if op["kind"] == "FULLY_CONNECTED"]
         assert len(choices) == 10 and all(c.startswith("weights ") for c in choices), choices
     assert "int8: fewest instructions" in res["speed"].report["ops"][0]["choice"]
-    assert "smallest" in res["size"].report["ops"][4]["choice"]
+    ops = res["size"].report["ops"]
+    assert "smallest: saves 1,912 B" in ops[7]["choice"], ops[7]["choice"]   # balanced: int8
+    assert ops[4]["choice"].startswith("weights mix (int8: no packed format saves 1024 B")   # saves 40 B
+    assert "no packed format saves enough" in res["balanced"].report["ops"][7]["choice"]
 
 
 @pytest.mark.parametrize("mode", ["speed", "size"])
