@@ -236,7 +236,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         bound = acc_bound(dfb, wabs)
         values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
         # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
-        v["shared"] = values is not None and values[3] == 0 and kp >= SHARED_MIN_K
+        # (its loops are bounded for the source proof: groups <= 32768, pairs <= 65536; the
+        # assembly loop's counter, groups / 4, <= 8192)
+        v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
+                       and ocp // 2 <= 65536)
         if v["shared"]:
             # per pair of channels one row of 8 words, read in order: bias, multiplier,
             # radd, rshift, each for the two channels
