@@ -19,7 +19,7 @@ from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
-from .conv import conv_operands, int8_conv_vars, op_what, window
+from .conv import conv_choice, conv_operands, int8_conv_vars, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve
@@ -148,7 +148,7 @@ def lower_conv_add(op, g, ctx):
     body = render("kernels/conv2d_s8.c.j2", **v)
     helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
     return Lowered(body=body, inputs=[rid, x.id], outputs=[y.id], helpers=helpers,
-                   scratch_bytes=scratch, inplace=True,
+                   scratch_bytes=scratch, inplace=True, choice=conv_choice(v),
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
                    comment=f"CONV_2D + ADD {c_comment(op.name)} (the residual ADD fused into the "
                            f"convolution's stores)")

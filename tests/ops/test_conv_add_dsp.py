@@ -52,3 +52,16 @@ def test_fast_add_qemu(tmp_path, case, board):
     got, rep = run_model(p, xs, board=board)
     assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+@pytest.mark.parametrize("case", ["residual-larger-batch2", "downsample"])
+def test_fast_add_wide_weights_qemu(tmp_path, case, board):
+    """--optimize speed (sign-extended convolution weights) under the fused ADD."""
+    model, shape = CASES[case]()
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    xs = [random_inputs(shape, "int8", 2, seed=6)]
+    got, rep = run_model(p, xs, board=board, optimize="speed", out_dir=tmp_path / "fw", name="m")
+    assert "eerie_conv_pair_s8w(ca" in (tmp_path / "fw" / "m.c").read_text()
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])

@@ -1,4 +1,5 @@
-"""The shared int8 CONV_2D kernel of the DSP targets (eerie_conv_pair_s8, helpers/gemm_dsp.c.j2)
+"""The shared int8 CONV_2D kernels of the DSP targets (eerie_conv_pair_s8 and, under --optimize
+speed, eerie_conv_pair_s8w with weights stored sign-extended; helpers/gemm_dsp.c.j2)
 vs TFLM, on shapes that reach each part of it: the 4-group assembly loop and its pair and
 single-group tails (kp / 4 = 19, 21, 39, 16 groups), odd pixel counts (the last pixel twice),
 odd output channels, batches > 1, strides, dilation, padding, SSAT alone and the ReLU6 clamp,
@@ -48,4 +49,38 @@ def test_conv_pair_qemu(tmp_path, case, board):
     xs = [random_inputs(list(in_shape), "int8", 2, seed=3)]
     got, rep = run_model(p, xs, board=board)
     assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
+def _speed(monkeypatch):
+    """Compiles made by helpers that take no optimize argument (dsp_target_run) use speed."""
+    import eerie_c.kernels as kernels
+    orig = kernels.LowerCtx.__init__
+
+    def init(self, graph, target="host", optimize="balanced"):
+        orig(self, graph, target, "speed")
+    monkeypatch.setattr(kernels.LowerCtx, "__init__", init)
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_conv_pair_wide_host(tmp_path, monkeypatch, case):
+    """--optimize speed: weights stored sign-extended (eerie_conv_pair_s8w), host build."""
+    in_shape, model = _model(case)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    code = compile_model(src, target="cortex-m4", name="m", optimize="speed").files["m.c"]
+    assert "eerie_conv_pair_s8w(ca" in code
+    _speed(monkeypatch)
+    check_dsp_target(tmp_path, model, in_shape)
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_conv_pair_wide_qemu(tmp_path, case, board):
+    in_shape, model = _model(case)
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    xs = [random_inputs(list(in_shape), "int8", 2, seed=7)]
+    got, rep = run_model(p, xs, board=board, optimize="speed", out_dir=tmp_path / "fw", name="m")
+    assert "eerie_conv_pair_s8w(ca" in (tmp_path / "fw" / "m.c").read_text()
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
