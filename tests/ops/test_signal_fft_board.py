@@ -1,5 +1,5 @@
 """SignalRfft and SignalIrfft in every dtype TFLM runs, built once as firmware and run in QEMU
-on mps2-an386 (Cortex-M4F, hard float): bit-exact with the tflite-micro runtime on the host,
+on mps2-an386 (Cortex-M4F, hard float) and riscv-virt (RV32IMAFC, hard float): bit-exact with the tflite-micro runtime on the host,
 float32 included (single-precision IEEE operations in KISS FFT's order, no fused multiply-adds
 under -std=c99). One model, three chains: int16 at micro_speech's 512 points (radix 4 only),
 int32 at 60 (2 x 3 x 5), float32 at 40 (4 x 5) then an inverse of 12 (2 x 3). Fails, never
@@ -7,7 +7,7 @@ skips, without the cross toolchain and QEMU."""
 import numpy as np
 import pytest
 
-from conftest import eerie_run, tflm_run
+from conftest import eerie_run, require_board_tools, tflm_run
 from tflite_builder import ModelBuilder
 from test_signal_rfft import T_CODE, signals
 
@@ -30,8 +30,9 @@ def fft_chains_model():
     return mb.build()
 
 
-@pytest.mark.parametrize("board", ["mps2-an386"])
-def test_fft_chains_on_board(tmp_path, board_tools, board):
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_fft_chains_on_board(tmp_path, board):
+    require_board_tools(board)
     model = fft_chains_model()
     feeds = [signals(5, shape, fwd, dtype) for dtype, (shape, fwd, _) in CHAINS.items()]
     ref = tflm_run(model, feeds)
