@@ -1,7 +1,7 @@
 """The compile-time instruction estimate (eerie_c/estimate.py) against QEMU: the per-layer
 column has numbers for real models, and their sum is within 2x of the measured instructions
-per inference on mps2-an386 and riscv-virt (the fit is much closer; 2x is the promise report.md can keep for
-models the fit has not seen)."""
+per inference on mps2-an386 and riscv-virt (the fit is much closer; 2x is the promise
+report.md can keep for models the fit has not seen)."""
 import numpy as np
 import pytest
 
