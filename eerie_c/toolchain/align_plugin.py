@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..errors import EerieError
@@ -23,8 +24,16 @@ SOURCE = "qemu_align_plugin.c"
 
 
 def _cache_dir() -> Path:
+    """$XDG_CACHE_HOME/eerie-c or ~/.cache/eerie-c; a per-user temporary directory when that
+    cannot be created (a read-only home)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eerie-c"
+    d = Path(base) / "eerie-c"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        d = Path(tempfile.gettempdir()) / f"eerie-c-{os.getuid()}"
+        d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def plugin_path() -> Path:
@@ -38,7 +47,6 @@ def plugin_path() -> Path:
     if cc is None:
         raise EerieError("the RISC-V boards' misaligned-access check (a QEMU plugin) needs a host "
                          "C compiler (Debian: apt-get install gcc)")
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.stem}.{os.getpid()}.tmp")   # concurrent builds: rename is atomic
     p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-o", str(tmp), str(src)],
                        capture_output=True, text=True)

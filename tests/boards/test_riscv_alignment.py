@@ -90,3 +90,14 @@ def test_the_plugin_is_loaded_for_riscv_boards_only():
         assert plugin.endswith(".so") and cmd[-2:] == ["-kernel", "x.elf"]
     for board in ("mps2-an386", "microbit"):
         assert "-plugin" not in qemu.qemu_command(get_board(board), "x.elf")
+
+
+def test_the_plugin_is_built_once_into_the_cache(tmp_path, monkeypatch):
+    from eerie_c.toolchain import align_plugin
+    require_board_tools("riscv-virt")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = align_plugin.plugin_path()
+    assert first.parent == tmp_path / "cache" / "eerie-c" and first.suffix == ".so"
+    stamp = first.stat().st_mtime_ns
+    assert align_plugin.plugin_path() == first and first.stat().st_mtime_ns == stamp
+    assert [p.name for p in first.parent.iterdir()] == [first.name]   # no temporary left behind
