@@ -23,7 +23,7 @@ from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
 from . import serial_link
-from .arch import ARM, arch_of
+from .arch import ARCHES, ARM, arch_of
 from .boards import Board, placement
 from .build import run_cmd
 from .targets import get_target
@@ -99,15 +99,18 @@ def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
     return ("CCM=0",), {"arena": "ram", "stack": "ram"}
 
 
-def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM) -> dict:
+def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=None) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
     comes from the identical compile the model's stack bound already made, if there was one
-    (verify/ci_cache.py), and `make stack` builds the other sources."""
+    (verify/ci_cache.py), and `make stack` builds the other sources. `arch`: by default the
+    target's architecture (a RISC-V project has a trap handler, not SysTick_Handler)."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
     project = Path(project)
+    if arch is None:
+        arch = ARCHES[get_target(target_name).family]
     reused = _reusable_model_ci(project, model) if model else None
     make = ["make", "--no-print-directory", "-B", "stack"]
     run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")

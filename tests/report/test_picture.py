@@ -18,7 +18,8 @@ from svg_plan import read_plan  # noqa: E402
 MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8", "pretrainedResnet", "ad01_fp32"]
 # a board: inputs in the arena; vww there also has storage groups drawn in several parts
 # (widening 1x1 convs run with their input at the output's tail)
-CASES = [(m, None) for m in MODELS] + [("kws_ref_model", "mps2-an386"), ("vww_96_int8", "mps2-an386")]
+CASES = [(m, None) for m in MODELS] + [("kws_ref_model", "mps2-an386"), ("vww_96_int8", "mps2-an386"),
+                                       ("kws_ref_model", "riscv-virt")]
 
 
 def _names(op: dict) -> set[str]:
