@@ -166,11 +166,19 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     path = Path(model)
     brd, target = board_and_target(board, target)
     name = model_name(path, name, brd)
-    with stage(f"frontend: read {path.name}"):
-        g = load_model(path, name, max_iterations)
-    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget, picture=picture,
-                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
+    if picture:   # its child imports matplotlib on another core meanwhile (plan/picture.py)
+        from .plan.picture import cancel_drawing, prepare_drawing
+        prepare_drawing()
+    try:
+        with stage(f"frontend: read {path.name}"):
+            g = load_model(path, name, max_iterations)
+        res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
+                            stack_budget=stack_budget, picture=picture,
+                            inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
+    except BaseException:
+        if picture:   # no picture will be wanted: no idle child left behind
+            cancel_drawing()
+        raise
     if getattr(g, "dynamic_dims", None) is not None:
         note_dynamic(res)
     return res, brd
