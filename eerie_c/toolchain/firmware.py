@@ -99,18 +99,21 @@ def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
     return ("CCM=0",), {"arena": "ram", "stack": "ram"}
 
 
-def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM) -> dict:
+def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM,
+                   others_built: bool = False) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
     comes from the identical compile the model's stack bound already made, if there was one
-    (verify/ci_cache.py), and `make stack` builds the other sources."""
+    (verify/ci_cache.py), and `make stack` builds the other sources (others_built: they are
+    built already, by `make -B stack NAME_SRCS=` in this project: firmware_early.py)."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
     project = Path(project)
     reused = _reusable_model_ci(project, model) if model else None
     make = ["make", "--no-print-directory", "-B", "stack"]
-    run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
+    if not (reused and others_built):
+        run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
     if reused:
         (project / "stack" / f"{model}.ci").write_text(reused)
     cis = sorted((project / "stack").glob("*.ci"))
@@ -137,21 +140,27 @@ def _reusable_model_ci(project: Path, model: str) -> str | None:
     return None
 
 
-def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> dict:
+def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes], early=None) -> dict:
     """At compile time: the whole firmware's stack bound (firmware_stack on the project
     written to a scratch directory), which must fit the stack reserve the linker script
-    gives it; else a one-line error, before anything is written."""
+    gives it; else a one-line error, before anything is written. early: the build of the
+    other sources started during the verification (firmware_early.py), used if it built
+    exactly these files."""
     import tempfile
+    from .firmware_early import write_project
     require_toolchain(arch_of(board))
-    with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
-        for rel, data in files.items():
-            p = Path(d) / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(data, bytes):
-                p.write_bytes(data)
-            else:
-                p.write_text(data, encoding="utf-8", errors="backslashreplace")
-        fs = firmware_stack(Path(d), res.target, res.name, arch_of(board))
+    built = early.project(files) if early is not None else None
+    if built is not None:
+        try:
+            fs = firmware_stack(built, res.target, res.name, arch_of(board), others_built=True)
+        finally:
+            early.stop()
+    else:
+        if early is not None:
+            early.stop()
+        with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
+            write_project(Path(d), files)
+            fs = firmware_stack(Path(d), res.target, res.name, arch_of(board))
     need = fs["firmware_stack_bound_bytes"]
     if need > board.stack_bytes:
         raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "
