@@ -197,8 +197,16 @@ def _firmware_early(brd):
     """before_verify for a board compile: start the firmware stack bound's compiles of the
     sources other than the model, to run beside the verification (firmware_early.py)."""
     def start(partial: CompileResult):
-        from .toolchain.firmware_early import start as start_early
-        return start_early(partial, brd)
+        from .toolchain import firmware_early
+        from .toolchain.firmware import firmware_files
+        if getattr(partial.graph, "dynamic_dims", None) is not None:
+            return None   # its project is made after the compile (dynamic_io.py)
+        try:
+            files = dict(partial.files)
+            merge_files(files, firmware_files(partial, brd), "firmware project")
+        except Exception:   # add_firmware reports it
+            return None
+        return firmware_early.start(files, partial.name)
     return start
 
 

@@ -67,17 +67,10 @@ class EarlyFirmwareStack:
         return self.dir
 
 
-def start(res, board) -> EarlyFirmwareStack | None:
-    """Start the early build for the project add_firmware will make of `res` (the model's
-    files and its arena size known, the verification not yet run); None where there is none
-    to start (a program with dynamic sizes, no make, a project that cannot be made)."""
-    from ..names import merge_files
-    from .firmware import firmware_files
-    if getattr(res.graph, "dynamic_dims", None) is not None or shutil.which("make") is None:
+def start(files: dict[str, str | bytes], model: str) -> EarlyFirmwareStack | None:
+    """Start the early build of the firmware project `files` (what add_firmware will make:
+    the model's files, its arena size known, the verification not yet run) for model NAME
+    `model`; None without make."""
+    if shutil.which("make") is None:
         return None
-    try:
-        files = dict(res.files)
-        merge_files(files, firmware_files(res, board), "firmware project")
-    except Exception:   # add_firmware reports it
-        return None
-    return EarlyFirmwareStack(files, res.name)
+    return EarlyFirmwareStack(files, model)

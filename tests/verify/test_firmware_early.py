@@ -53,10 +53,8 @@ def test_other_project_is_not_used(models_dir, tmp_path, monkeypatch):
     seen = _spy(monkeypatch)
     real_start = firmware_early.start
 
-    def start(res, board):
-        job = real_start(res, board)
-        job.files = dict(job.files, **{"main.c": job.files["main.c"] + "\n/* edited */\n"})
-        return job
+    def start(files, model):   # builds a main.c other than the one the compile writes
+        return real_start(dict(files, **{"main.c": files["main.c"] + "\n/* edited */\n"}), model)
     monkeypatch.setattr(firmware_early, "start", start)
     _compile_and_check(models_dir, tmp_path)
     assert len(seen) == 1 and seen[0][1] is None
