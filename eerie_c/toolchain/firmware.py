@@ -100,17 +100,18 @@ def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
 
 
 def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM,
-                   others_built: bool = False) -> dict:
+                   others_built: bool = False, dry_run: str | None = None) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
     comes from the identical compile the model's stack bound already made, if there was one
     (verify/ci_cache.py), and `make stack` builds the other sources (others_built: they are
-    built already, by `make -B stack NAME_SRCS=` in this project: firmware_early.py)."""
+    built already, by `make -B stack NAME_SRCS=` in this project, and dry_run is what `make
+    -n -B stack` printed there before: firmware_early.py)."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
     project = Path(project)
-    reused = _reusable_model_ci(project, model) if model else None
+    reused = _reusable_model_ci(project, model, dry_run) if model else None
     make = ["make", "--no-print-directory", "-B", "stack"]
     if not (reused and others_built):
         run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
@@ -128,13 +129,15 @@ def firmware_stack(project: Path, target_name: str, model: str | None = None, ar
                                                  "handler_bytes", "path", "handler_path")}}
 
 
-def _reusable_model_ci(project: Path, model: str) -> str | None:
+def _reusable_model_ci(project: Path, model: str, dry_run: str | None = None) -> str | None:
     """The .ci of the model's compile in `make stack`, if an equivalent compile already made
-    one (ci_cache.recall decides from the exact command `make -n` shows)."""
+    one (ci_cache.recall decides from the exact command `make -n` shows, or showed: dry_run)."""
     from ..verify import ci_cache
-    dry = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], project, "make -n stack")
+    if dry_run is None:
+        dry_run = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], project,
+                          "make -n stack").stdout
     src = f"{model}.c"
-    for cmd in ci_cache.split_commands(dry.stdout):
+    for cmd in ci_cache.split_commands(dry_run):
         if "-fcallgraph-info=su" in cmd and any(Path(a).name == src for a in cmd[1:]):
             return ci_cache.recall(cmd, project / src, project)
     return None
@@ -152,7 +155,8 @@ def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes], early
     built = early.project(files) if early is not None else None
     if built is not None:
         try:
-            fs = firmware_stack(built, res.target, res.name, arch_of(board), others_built=True)
+            fs = firmware_stack(built, res.target, res.name, arch_of(board), others_built=True,
+                                dry_run=early.dry_run)
         finally:
             early.stop()
     else:

@@ -44,6 +44,7 @@ class EarlyFirmwareStack:
         self.files = dict(files)
         self.model = model
         self.error: BaseException | None = None
+        self.dry_run: str | None = None
         self.dir = Path(tempfile.mkdtemp(prefix="eerie-stack-"))
         self.thread = threading.Thread(target=self._build, name="eerie-firmware-stack", daemon=True)
         self.thread.start()
@@ -53,6 +54,9 @@ class EarlyFirmwareStack:
     def _build(self) -> None:
         try:
             write_project(self.dir, self.files)
+            # what the model's compile in `make stack` would be, for ci_cache.recall later
+            self.dry_run = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], self.dir,
+                                   "make -n stack").stdout
             run_cmd(["make", "--no-print-directory", "-B", "stack", f"{self.model.upper()}_SRCS="],
                     self.dir, "firmware stack usage")
         except BaseException as e:   # reported by the usual path, which runs instead

@@ -45,6 +45,7 @@ def test_early_build_is_used(models_dir, tmp_path, monkeypatch):
     assert len(seen) == 1
     job, got = seen[0]
     assert got == job.dir and job.error is None
+    assert f"{job.model}.c" in job.dry_run and "-fcallgraph-info=su" in job.dry_run
     assert not job.dir.exists()   # removed once the bound is made
 
 
