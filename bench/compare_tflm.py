@@ -301,9 +301,9 @@ harness's input/output buffers and the runtime included) + measured stack high-w
 = its tensor arena + stack from the issue (no data/bss given there, so this favours TFLM);
 compile = wall time of the whole `eerie-c MODEL --board BOARD -o DIR` command (a fresh
 process; every verification, the firmware stack bound and the picture included; fastest of
-two; bench/compile_time.py gives the stages). The M55 row compares with the issue's M55 (MVE) column; the M7
-row with the M4 figure (the issue: M7 within 1% of M4). Bit-exact: outputs equal the host TFLM
-runtime's on the same random inputs.
+two; bench/compile_time.py gives the stages and the CPU time). The M55 row compares with the
+issue's M55 (MVE) column; the M7 row with the M4 figure (the issue: M7 within 1% of M4).
+Bit-exact: outputs equal the host TFLM runtime's on the same random inputs.
 """
 
 
