@@ -40,11 +40,14 @@ class CompileResult:
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
-                  inputs_in_arena: bool = False, picture: bool = False) -> CompileResult:
+                  inputs_in_arena: bool = False, picture: bool = False,
+                  before_verify=None) -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
     a worst-case stack bound from the target compiler's own frame sizes. picture: the
-    memory-plan picture will be wanted (report_files), so start drawing it now."""
+    memory-plan picture will be wanted (report_files), so start drawing it now. before_verify:
+    called with the result so far (files and arena known, nothing verified) as the
+    verification starts; what it returns is kept in the result's extra["before_verify"]."""
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
@@ -83,6 +86,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if picture:   # drawn by a child process (another core) during the verification
         from .plan.picture import start_drawing
         start_drawing(report["memory_plan"], name)
+    early = None
+    if before_verify is not None:   # e.g. the firmware's other compiles (firmware_early.py)
+        early = before_verify(CompileResult(name, target, files, {"arena_bytes": plan.arena_bytes}, g))
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)
     report["verified"] += checks
@@ -103,6 +109,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         report["verified"].append(budgets)
     res = CompileResult(name, target, files, report, g)
     res.extra["plan"] = plan
+    if early is not None:
+        res.extra["before_verify"] = early
     return res
 
 
@@ -166,14 +174,40 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     path = Path(model)
     brd, target = board_and_target(board, target)
     name = model_name(path, name, brd)
-    with stage(f"frontend: read {path.name}"):
-        g = load_model(path, name, max_iterations)
-    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget, picture=picture,
-                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
+    if picture:   # its child imports matplotlib on another core meanwhile (plan/picture.py)
+        from .plan.picture import cancel_drawing, prepare_drawing
+        prepare_drawing()
+    try:
+        with stage(f"frontend: read {path.name}"):
+            g = load_model(path, name, max_iterations)
+        res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
+                            stack_budget=stack_budget, picture=picture,
+                            inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
+                            before_verify=None if brd is None else _firmware_early(brd))
+    except BaseException:
+        if picture:   # no picture will be wanted: no idle child left behind
+            cancel_drawing()
+        raise
     if getattr(g, "dynamic_dims", None) is not None:
         note_dynamic(res)
     return res, brd
+
+
+def _firmware_early(brd):
+    """before_verify for a board compile: start the firmware stack bound's compiles of the
+    sources other than the model, to run beside the verification (firmware_early.py)."""
+    def start(partial: CompileResult):
+        from .toolchain import firmware_early
+        from .toolchain.firmware import firmware_files
+        if getattr(partial.graph, "dynamic_dims", None) is not None:
+            return None   # its project is made after the compile (dynamic_io.py)
+        try:
+            files = dict(partial.files)
+            merge_files(files, firmware_files(partial, brd), "firmware project")
+        except Exception:   # add_firmware reports it
+            return None
+        return firmware_early.start(files, partial.name)
+    return start
 
 
 def report_files(res: CompileResult) -> dict[str, str | bytes]:
@@ -217,7 +251,7 @@ def add_firmware(res: CompileResult, brd) -> None:
         merge_files(res.files, firmware_files(res, brd), "firmware project")
     check_sources(res.files)   # make's stack/<stem>.o and implicit rules: no clashes
     with stage(f"firmware stack bound on {brd.name}"):
-        res.report.update(prove_firmware_stack(res, brd, res.files))
+        res.report.update(prove_firmware_stack(res, brd, res.files, res.extra.pop("before_verify", None)))
     b = res.report["budget"]
     record_board_budget(res.report, brd.name, {
         "flash_bytes": b["board_flash_bytes"], "flash_needed_bytes": b["flash_bytes"],

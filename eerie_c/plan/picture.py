@@ -59,12 +59,15 @@ def _layout(mp: dict) -> dict:
 
 
 class _Early:
-    """A drawing made by a child process (start_drawing), waiting to be written."""
+    """A child process that draws the picture ahead (start_drawing). It is started before the
+    plan exists (prepare_drawing) and imports matplotlib at once, the larger half of the
+    picture's cost, while this process reads and lowers the model on one core; the request
+    (the plan) reaches it on stdin when the plan is made."""
 
-    def __init__(self, key: str, mp: dict, name: str, stem: str):
-        self.key, self.stem = key, stem
+    def __init__(self):
+        self.key: str | None = None   # the request sent, if any (_key_of)
+        self.stem = "memory"
         self.dir = Path(tempfile.mkdtemp(prefix="eerie-pic-"))
-        (self.dir / "request.json").write_text(json.dumps({"mp": mp, "name": name, "stem": stem}))
         # The child imports eerie_c from the directory this one came from, whatever sys.path
         # or the working directory would give it.
         root = str(Path(__file__).resolve().parents[2])
@@ -72,13 +75,24 @@ class _Early:
                 "from eerie_c.plan.picture import _child; _child(sys.argv[1])")
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL)
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
         # Also at exit: a compile that fails meanwhile leaves no process or directory behind.
         self.stop = weakref.finalize(self, _stop, self.proc, self.dir)
+
+    def request(self, key: str, mp: dict, name: str, stem: str) -> None:
+        self.key, self.stem = key, stem
+        # The plan goes in a file and only a short line through the pipe: a large plan could
+        # fill the pipe while the child is still importing, and block this process.
+        (self.dir / "request.json").write_text(json.dumps({"mp": mp, "name": name, "stem": stem}))
+        try:
+            self.proc.stdin.write(b"draw\n")
+            self.proc.stdin.close()
+        except OSError:   # the child is gone (BrokenPipeError): files() says so, and the
+            pass          # caller draws in process
 
     def files(self) -> dict[str, bytes] | None:
         """The drawing's files (SVG first), or None if the child failed: the caller then
@@ -96,13 +110,25 @@ def _stop(proc: subprocess.Popen, d: Path) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
     shutil.rmtree(d, ignore_errors=True)
 
 
 def _child(d: str) -> None:
-    """The child process of start_drawing: draws the request in directory `d` there."""
-    req = json.loads((Path(d) / "request.json").read_text())
-    _draw_files(req["mp"], req["name"], Path(d), req["stem"])
+    """The child process of prepare_drawing / start_drawing: imports matplotlib, then draws
+    the request in directory `d` once stdin says so (an empty stdin: nothing to draw)."""
+    import matplotlib  # noqa: F401  (the slow imports, made before the request arrives)
+    from matplotlib import colormaps, ticker  # noqa: F401
+    from matplotlib.backends import backend_agg, backend_svg  # noqa: F401
+    from matplotlib.figure import Figure  # noqa: F401
+    from matplotlib.patches import Rectangle  # noqa: F401
+    if sys.stdin.buffer.read().strip() == b"draw":
+        req = json.loads((Path(d) / "request.json").read_text())
+        _draw_files(req["mp"], req["name"], Path(d), req["stem"])
 
 
 _early: _Early | None = None   # the last drawing started; a compile writes one picture
@@ -112,18 +138,41 @@ def _key_of(mp: dict, name: str, stem: str) -> str:
     return json.dumps([mp, name, stem], sort_keys=True)
 
 
-def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
-    """Start drawing the picture in a child process. A compile calls this before its
-    verification: drawing (matplotlib: 0.7-0.9 s of Python) then runs on another core beside
-    the C-source proof, instead of after it. draw_memory_plan with the same plan and name
-    then writes the child's bytes (any other plan is drawn afresh)."""
+def _new_child() -> _Early | None:
     global _early
     if _early is not None:
         _early.stop()
     try:
-        _early = _Early(_key_of(mp, name, stem), mp, name, stem)
+        _early = _Early()
     except (OSError, ValueError):   # no interpreter to start (embedded Python): draw later
         _early = None
+    return _early
+
+
+def prepare_drawing() -> None:
+    """Start the drawing child before the plan exists: a compile with an output directory
+    calls this first thing, so that matplotlib is imported on another core while this one
+    reads and lowers the model."""
+    _new_child()
+
+
+def cancel_drawing() -> None:
+    """Stop the drawing child, if any (the compile failed)."""
+    global _early
+    if _early is not None:
+        _early.stop()
+        _early = None
+
+
+def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
+    """Have the picture drawn in a child process: the one prepare_drawing started if it has
+    no request yet, else a new one. A compile calls this before its verification: drawing
+    (matplotlib: 0.7-0.9 s of Python) then runs on another core beside the C-source proof,
+    instead of after it. draw_memory_plan with the same plan and name then writes the
+    child's bytes (any other plan is drawn afresh)."""
+    job = _early if _early is not None and _early.key is None else _new_child()
+    if job is not None:
+        job.request(_key_of(mp, name, stem), mp, name, stem)
 
 
 def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:

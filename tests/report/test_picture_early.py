@@ -45,3 +45,44 @@ def test_failed_child_falls_back(models_dir, tmp_path, monkeypatch):
     picture.start_drawing(mp, "kws")
     got = _files(picture.draw_memory_plan(mp, "kws", tmp_path / "f"))
     assert got == _files(picture._draw_files(mp, "kws", tmp_path / "d", "memory"))
+
+
+def test_prepared_child_draws_the_plan_sent_later(models_dir, tmp_path):
+    """prepare_drawing starts the child before the plan exists; start_drawing hands that
+    same child the plan, and its drawing is the in-process one."""
+    mp = _plan(models_dir)
+    picture.prepare_drawing()
+    job = picture._early
+    assert job.key is None and job.proc.poll() is None   # waiting for its request
+    picture.start_drawing(mp, "kws")
+    assert picture._early is job   # no second child
+    got = _files(picture.draw_memory_plan(mp, "kws", tmp_path / "p"))
+    assert got == _files(picture._draw_files(mp, "kws", tmp_path / "d", "memory"))
+    assert job.proc.returncode == 0 and not job.dir.exists()
+
+
+def test_prepared_child_without_request_is_stopped(models_dir, tmp_path):
+    mp = _plan(models_dir)
+    picture.prepare_drawing()
+    job = picture._early
+    got = _files(picture.draw_memory_plan(mp, "kws", tmp_path / "n"))   # drawn in process
+    assert job.proc.returncode is not None and not job.dir.exists() and picture._early is None
+    assert got == _files(picture._draw_files(mp, "kws", tmp_path / "d", "memory"))
+    picture.prepare_drawing()
+    job = picture._early
+    picture.cancel_drawing()
+    assert job.proc.returncode is not None and not job.dir.exists() and picture._early is None
+
+
+def test_failed_compile_leaves_no_child(tmp_path):
+    from eerie_c.errors import EerieError
+    from eerie_c.pipeline import compile_model
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a flatbuffer at all")
+    try:
+        compile_model(bad, tmp_path / "out")
+    except EerieError:
+        pass
+    else:
+        raise AssertionError("a malformed model compiled")
+    assert picture._early is None
