@@ -280,14 +280,20 @@ def test_cli_run_on_board_writes_outputs_and_report(models_dir, tmp_path, capsys
 HAND_MAKEFILE = """\
 # A firmware of our own that takes the model in through its fragment.
 include ../model/ad01_int8.mk
-CC = arm-none-eabi-gcc
+CC = {cc}
 RT = {rt}
 CFLAGS += $(AD01_INT8_CFLAGS) $(AD01_INT8_INCLUDES) -I$(RT)
-SRCS = app.c $(RT)/eerie_startup.c $(RT)/eerie_rt.c $(AD01_INT8_SRCS)
+SRCS = app.c $(RT)/{startup} $(RT)/{rt_c} $(AD01_INT8_SRCS)
 
 app.elf: $(SRCS)
-\t$(CC) $(CFLAGS) $(SRCS) -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld} -o $@ -lm
+\t$(CC) $(CFLAGS) $(SRCS) -nostartfiles {specs}-T {ld} -o $@ -lm
 """
+# per architecture: compiler, runtime sources, libc link specs (RISC-V's picolibc specs come
+# with the fragment's CFLAGS), the flag the fragment must bring
+HAND = {"mps2-an386": ("cortex-m4", "arm-none-eabi-gcc", "eerie_startup.c", "eerie_rt.c",
+                       "--specs=nano.specs --specs=nosys.specs ", "-mcpu=cortex-m4"),
+        "riscv-virt": ("riscv32imafc", "riscv64-unknown-elf-gcc", "eerie_startup_riscv.c", "eerie_rt_riscv.c",
+                       "", "-march=rv32imafc")}
 
 HAND_APP = r"""
 #include "eerie_rt.h"
@@ -306,17 +312,21 @@ int main(void)
 """
 
 
-def test_model_fragment_works_from_a_handwritten_makefile(board_tools, models_dir, tmp_path):
+@pytest.mark.parametrize("board", sorted(HAND))
+def test_model_fragment_works_from_a_handwritten_makefile(models_dir, tmp_path, board):
+    require_board_tools(board)
+    target, cc, startup, rt_c, specs, flag = HAND[board]
     model = models_dir / "ad01_int8.tflite"
-    compile_model(model, tmp_path / "model", target="cortex-m4")
+    compile_model(model, tmp_path / "model", target=target)
     app = tmp_path / "app"
     app.mkdir()
-    brd = get_board("mps2-an386")
-    (app / "Makefile").write_text(HAND_MAKEFILE.format(rt=resource_dir("runtime_c"), ld=brd.linker_script))
+    brd = get_board(board)
+    (app / "Makefile").write_text(HAND_MAKEFILE.format(cc=cc, rt=resource_dir("runtime_c"), startup=startup,
+                                                       rt_c=rt_c, specs=specs, ld=brd.linker_script))
     (app / "app.c").write_text(HAND_APP)
     p = subprocess.run(["make"], cwd=app, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "-mcpu=cortex-m4" in p.stdout     # the fragment's flags reached the compiler
+    assert flag in p.stdout     # the fragment's flags reached the compiler
     x = random_inputs([1, 640], "int8", 1, seed=11)
     (app / "x.bin").write_bytes(x[0].tobytes())
     from eerie_c.toolchain.qemu import run_qemu

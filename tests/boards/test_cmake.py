@@ -37,6 +37,7 @@ def _run(args, cwd, env=None):
 # (board, its toolchain file, flags the CMake build must show)
 CMAKE_BOARDS = [("mps2-an386", "arm-none-eabi.cmake", ("-mcpu=cortex-m4", "-mfloat-abi=hard")),
                 ("riscv-virt", "riscv64-unknown-elf.cmake", ("-march=rv32imafc", "-mabi=ilp32f"))]
+CMAKE_BOARDS_FLAGS = [(b, flags) for b, _, flags in CMAKE_BOARDS]
 
 
 @pytest.mark.parametrize("board,toolchain,flags", CMAKE_BOARDS, ids=[b for b, _, _ in CMAKE_BOARDS])
@@ -73,28 +74,39 @@ HAND_CMAKE = """\
 cmake_minimum_required(VERSION 3.13)
 project(app C)
 include(../model/ad01_int8.cmake)
-add_executable(app.elf app.c {rt}/eerie_startup.c {rt}/eerie_rt.c)
+add_executable(app.elf app.c {rt}/{startup} {rt}/{rt_c})
 target_include_directories(app.elf PRIVATE {rt})
-target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld})
+{compile_specs}target_link_options(app.elf PRIVATE -nostartfiles {specs} -T {ld})
 target_link_libraries(app.elf PRIVATE ad01_int8)
 """
 
 
-def test_model_fragment_works_from_a_handwritten_cmakelists(board_tools, cmake, models_dir, tmp_path):
-    from test_boards import HAND_APP
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_model_fragment_works_from_a_handwritten_cmakelists(cmake, models_dir, tmp_path, board):
+    from test_boards import HAND, HAND_APP
+    from eerie_c.toolchain.arch import arch_of
+    require_board_tools(board)
+    target, _, startup, rt_c, _, _ = HAND[board]
+    brd = get_board(board)
+    arch = arch_of(brd)
     model = models_dir / "ad01_int8.tflite"
-    compile_model(model, tmp_path / "model", target="cortex-m4")
+    compile_model(model, tmp_path / "model", target=target)
     app = tmp_path / "app"
     app.mkdir()
-    brd = get_board("mps2-an386")
     rt = resource_dir("runtime_c")
-    (app / "CMakeLists.txt").write_text(HAND_CMAKE.format(rt=rt, ld=brd.linker_script))
+    # RISC-V: the application's own sources need picolibc's headers (docs/integration.md)
+    compile_specs = ("target_compile_options(app.elf PRIVATE -specs=picolibc.specs)\n"
+                     if arch.family == "riscv" else "")
+    (app / "CMakeLists.txt").write_text(HAND_CMAKE.format(
+        rt=rt, startup=startup, rt_c=rt_c, compile_specs=compile_specs, specs=arch.cmake_link_specs,
+        ld=brd.linker_script))
     (app / "app.c").write_text(HAND_APP)
-    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE={rt / 'arm-none-eabi.cmake'}"], app)
+    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE={rt / arch.cmake_toolchain}"], app)
     log = _run([cmake, "--build", "build", "--verbose"], app)
     # The application's own app.c got the model's core and ABI flags (INTERFACE options).
     app_line = next(ln for ln in log.splitlines() if "app.c" in ln and " -c " in ln)
-    assert "-mcpu=cortex-m4" in app_line and "-mfloat-abi=hard" in app_line, app_line
+    flags = dict(CMAKE_BOARDS_FLAGS)[board]
+    assert all(f in app_line for f in flags), app_line
     x = random_inputs([1, 640], "int8", 1, seed=11)
     (app / "x.bin").write_bytes(x[0].tobytes())
     run_qemu(brd, app / "build" / "app.elf", app, timeout=60)
