@@ -50,6 +50,7 @@ int32x4_t vrshlq_n_s32(int32x4_t a, int32_t b);
 int32x4_t vmaxq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vminq_s32(int32x4_t a, int32x4_t b);
 /* the average pool's window sums (helpers/pool_mve.c.j2) */
+int16x8_t vldrbq_s16(const int8_t *p);
 int16x8_t vldrbq_z_s16(const int8_t *p, mve_pred16_t pred);
 int16x8_t vdupq_n_s16(int16_t x);
 int16x8_t vaddq_s16(int16x8_t a, int16x8_t b);
