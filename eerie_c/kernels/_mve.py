@@ -81,6 +81,44 @@ def _params(ctx, m, rs, ra, bias4, what: str) -> str:
                      f"folded in")
 
 
+_CHUNK = ("vldrb.u8 q0, {x0}", "vldrb.u8 q1, {x1}", "vldrb.u8 q2, [%[wt]], #16",
+          "{op} %[a00], q0, q2", "vldrb.u8 q3, [%[wt]], #16", "{op} %[a10], q1, q2",
+          "{op} %[a01], q0, q3", "vldrb.u8 q2, [%[wt]], #16", "{op} %[a11], q1, q3",
+          "{op} %[a02], q0, q2", "vldrb.u8 q3, [%[wt]], #16", "{op} %[a12], q1, q2",
+          "{op} %[a03], q0, q3", "{op} %[a13], q1, q3")
+# Up to this many chunks the pixels are read at immediate offsets (VLDRB's 7 bits: 0..112),
+# so the pixel pointers stay put and need no fresh copy per block
+IMM_CHUNKS = 8
+
+
+# Most 16-tap chunks a convolution's 2x4 block unrolls (K <= 1024 + 15); a longer K keeps the
+# DSP kernel. A counted loop inside the block's assembly (the verifier accepts one) needs a
+# 12th register beside the 8 even sums and 3 pointers: gcc 12 was seen to spin in register
+# allocation on it, so the chunks are unrolled instead (K = 576, ResNet's largest: 36 chunks,
+# 504 instructions).
+MAX_CHUNKS = 64
+
+
+def conv_block_asm(full: int) -> list[str]:
+    """The instructions of conv2d_s8_mve.c.j2's 2x4 block over `full` (1..MAX_CHUNKS) 16-tap
+    chunks: per chunk the two pixels' vectors and the 4 weight rows in turn (6 loads) against
+    8 VMLADAV.S8 (16 MACs each); the first chunk sets the 8 sums (the biases are added as a
+    vector afterwards), the others accumulate. Operands: %[xp], %[xq] the pixels, %[wt] the
+    layer's [4 rows][16] weights per chunk (advanced past them), the sums %[aIJ] (pixel I,
+    row J), which must be even registers (VMLADAV's RdaLo). Up to IMM_CHUNKS chunks the pixels
+    are read at immediate offsets (%[xp], %[xq] inputs, unchanged), beyond by post-increment."""
+    if not 1 <= full <= MAX_CHUNKS:
+        return []
+    imm = full <= IMM_CHUNKS
+    out = []
+    for c in range(full):
+        x0, x1 = ((f"[%[xp], #{16 * c}]", f"[%[xq], #{16 * c}]") if imm
+                  else ("[%[xp]], #16", "[%[xq]], #16"))
+        op = "vmladav.s8" if c == 0 else "vmladava.s8"
+        out += [ln.format(op=op, x0=x0, x1=x1) for ln in _CHUNK]
+    return out
+
+
 def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
                      residual: dict | None = None) -> Lowered | None:
     """int8 CONV_2D (templates/kernels/conv2d_s8_mve.c.j2), or None. With residual (CONV_2D_ADD,
@@ -91,7 +129,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     batches, in_h, in_w, in_c = x.shape
     out_c, kh, kw, _ = w.shape
     k = kh * kw * in_c
-    if k == 0 or out_c == 0 or batches * win.out_h * win.out_w == 0:
+    if k == 0 or out_c == 0 or batches * win.out_h * win.out_w == 0 or k // 16 > MAX_CHUNKS:
         return None
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k).astype(np.int64)
@@ -103,13 +141,12 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     if prep is None:
         return None
     wflat, fb, m, rs, ra = prep
-    kp, ocp = round_up(k, 16), round_up(out_c, 2)
-    # [pairs][kp/16][2 rows][16 taps]
-    wl = pad_to(wflat.astype(np.int8), (ocp, kp)).reshape(ocp // 2, 2, kp // 16, 16).transpose(0, 2, 1, 3)
+    kp, ocp = round_up(k, 16), round_up(out_c, 4)
+    # [quads][kp/16][4 rows][16 taps]
+    wl = pad_to(wflat.astype(np.int8), (ocp, kp)).reshape(ocp // 4, 4, kp // 16, 16).transpose(0, 2, 1, 3)
 
-    def per_pair(a, fill):   # (c, c+1, c, c+1) per pair of channels
-        a = np.concatenate([a, np.full(ocp - out_c, fill, np.int64)]).reshape(-1, 2)
-        return np.concatenate([a, a], axis=1).reshape(-1)
+    def padded(a, fill):
+        return np.concatenate([a, np.full(ocp - out_c, fill, np.int64)])
 
     direct = kh == 1 and kw == 1
     # In place (conv.pointwise_inplace): the pair's input pixels are copied to scratch before
@@ -117,15 +154,15 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct and residual is None else False
     copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
+    full = k // 16
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
+             full=full, asm=conv_block_asm(full), imm=full <= IMM_CHUNKS,
              weights=ctx.const(np.ascontiguousarray(wl), "int8_t", "weights_mve",
-                               f"{c_comment(w.label)} ({ocp} rows of {kp} taps, pairs of rows "
+                               f"{c_comment(w.label)} ({ocp} rows of {kp} taps, groups of 4 rows "
                                f"interleaved per 16 taps)"),
-             params=_params(ctx, per_pair(m, 0), per_pair(rs, 1), per_pair(ra, 0),
-                            np.stack([pad_to(fb, (ocp,)).reshape(-1, 2),
-                                      np.zeros((ocp // 2, 2), np.int64)], axis=1).reshape(-1),
-                            "pair of channels (c, c+1, c, c+1)"))
+             params=_params(ctx, padded(m, 0), padded(rs, 1), padded(ra, 0), padded(fb, 0),
+                            "group of 4 channels"))
     scratch = 0 if direct and not copy_in else 2 * kp
     macs = batches * win.out_h * win.out_w * out_c * k
     if residual is not None:
