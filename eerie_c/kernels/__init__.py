@@ -59,6 +59,10 @@ class Lowered:
     # last byte (in0 sits at the tail of a larger out0). The planner may then place them so
     # when in0 is read by no later op (plan/lifetimes.py); plan/proof.py checks that rule.
     inplace: bool | str = False
+    # Emitted out of line (noinline) rather than inlined into NAME_invoke: the Helium
+    # convolution's inline assembly needs all 8 even registers, which gcc 12 could not always
+    # find inside a large NAME_invoke ("impossible constraints"); in its own function it can
+    noinline: bool = False
     # Control flow (IF / WHILE markers): no function; the emitter writes these statements
     # into NAME_invoke itself. (depth change before, lines with {in0}.. for input pointers,
     # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
