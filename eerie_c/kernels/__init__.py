@@ -88,6 +88,9 @@ class KernelInfo:
 
 
 REGISTRY: dict[str, KernelInfo] = {}
+# The op the memory planner puts in place of a prefix it runs tile by tile (plan/patch.py);
+# not a model operator, so not in REGISTRY.
+PATCH_STAGE = "PATCH_STAGE"
 
 # Quantization schemes a dtype key can stand for (KernelInfo.schemes), explained by `eerie-c ops`.
 SCHEMES = {
@@ -215,6 +218,8 @@ def check_supported(g: Graph):
     problems: dict[str, list[str]] = {}
     quant: dict[str, list[str]] = {}
     for op in g.ops:
+        if op.kind == PATCH_STAGE:
+            continue   # made by the planner from supported ops (plan/patch.py)
         info = REGISTRY.get(op.kind)
         dt = op_dtype(op, g)
         if info is None or dt not in info.dtypes:
@@ -241,7 +246,11 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
         first_const = len(ctx.consts)
         try:
-            low = REGISTRY[op.kind].lower(op, g, ctx)
+            if op.kind == PATCH_STAGE:   # layers run tile by tile: _patch.py
+                from ._patch import lower_patch_stage
+                low = lower_patch_stage(op, g, ctx)
+            else:
+                low = REGISTRY[op.kind].lower(op, g, ctx)
         except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as e:
             # Kernels index their operands by TFLite's arity; the validator checks arity
             # for the common ops only, so a hand-edited or corrupted model that gives an op

@@ -1,0 +1,63 @@
+"""The C of a patch stage (plan/patch.py): one function that runs the stage's int8 CONV_2D /
+DEPTHWISE_CONV_2D layers tile by tile, from a const table of per-tile regions, through patch
+buffers in its scratch block (templates/kernels/patch_stage_s8.c.j2).
+
+A portable per-tile kernel on every target: the point is the memory, so the arithmetic is the
+plainest form that is bit-exact with TFLM (the folded-bias form of conv.py, with a tap in the
+padding adding the zero point's term instead of being skipped). The stage is described by plain
+data (duck-typed: ops, layers, tiles, buf_offsets), so this module needs nothing from plan/.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..templating import render
+from . import Lowered, c_comment, c_ident
+from ._conv_rules import folded_bias
+from .conv import conv_operands, int8_requant_vars, op_what
+
+
+def _layer_vars(op, g, ctx, lay) -> dict:
+    what = op_what(op)
+    x, w, b, y = conv_operands(op, g, what)
+    act = op.attrs.get("fused_activation_function", "NONE")
+    out_c = lay.out_c
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    if lay.kind == "CONV_2D":
+        wdata = w.data.reshape(out_c, -1)                 # [out_c][kh * kw * in_c]
+        wsum = wdata.astype(np.int64).sum(axis=1)
+    else:
+        wdata = w.data.reshape(lay.kh * lay.kw, out_c)    # [tap][channel]
+        wsum = wdata.astype(np.int64).sum(axis=0)
+    v = dict(g=lay, name=c_comment(op.name.split(";")[0] or op.kind), zp_in=x.zero_point)
+    v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label))
+    v["fbias"] = ctx.const(folded_bias(bias, wsum, -x.zero_point, what), "int32_t", "bias_folded",
+                           "bias with the input zero point folded in")
+    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+    return v
+
+
+def lower_patch_stage(op, g, ctx) -> Lowered:
+    stage = op.attrs["patch"]
+    n = len(stage.layers)
+    layers = []
+    outer = ctx.layer
+    for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
+        ctx.layer = f"l{sop.index}_{c_ident(sop.name)}"
+        v = _layer_vars(sop, g, ctx, lay)
+        rows, cols = stage.max_region(k)
+        v.update(rows=rows, cols=cols, first=k == 0, last=k == n - 1,
+                 src_offset=stage.buf_offsets[k - 1] if k else None,
+                 dst_offset=stage.buf_offsets[k] if k < n - 1 else None)
+        layers.append(v)
+    ctx.layer = outer
+    table = ctx.const(np.asarray(stage.tiles, np.int16).reshape(-1), "int16_t", "tiles",
+                      f"per tile ({stage.grid[0]}x{stage.grid[1]} grid), per layer: y0, x0, rows, "
+                      f"cols of the output region the layer computes for the tile")
+    body = render("kernels/patch_stage_s8.c.j2", ntiles=len(stage.tiles), nlayers=n, table=table,
+                  layers=layers)
+    names = ", ".join(f"op {o.index}" for o in stage.ops)
+    return Lowered(body=body, inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
+                   helpers={"requant"}, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
+                   comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} tiles "
+                           f"({stage.grid[0]}x{stage.grid[1]}), {stage.extra_macs} MACs of halo recomputation")
