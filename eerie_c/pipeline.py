@@ -51,7 +51,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     memory-plan picture will be wanted (report_files), so start drawing it now. patch: "auto"
     lets the planner run a prefix of the graph tile by tile when that makes the arena smaller,
     recomputing at most max_recompute percent of the model's MACs in halos (plan/patch.py)."""
-    if patch not in ("auto", "off"):
+    forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
+    if forced is None and patch not in ("auto", "off"):
         raise EerieError(f"--patch must be auto or off, not {patch!r}")
     if not 0 <= max_recompute <= 1000:
         raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
@@ -68,10 +69,10 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
                         and getattr(g, "dynamic_dims", None) is None)
         plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
         patching = None
-        if patch == "auto" and not getattr(g, "dynamic_batch", None) \
+        if patch != "off" and not getattr(g, "dynamic_batch", None) \
                 and getattr(g, "dynamic_dims", None) is None:
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
-                                             int(sum(low.macs for low in lowered)))
+                                             int(sum(low.macs for low in lowered)), forced)
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
                 lowered, ctx = lower_graph(g, target)

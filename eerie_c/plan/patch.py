@@ -160,6 +160,7 @@ def tile_regions(layers: list[Layer], grid: tuple[int, int]) -> list[list[tuple[
 
 
 def make_plan(ops, layers: list[Layer], grid: tuple[int, int]) -> PatchPlan:
+    grid = (max(1, min(grid[0], layers[-1].out_h)), max(1, min(grid[1], layers[-1].out_w)))
     tiles = tile_regions(layers, grid)
     sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c)
              for k in range(len(layers) - 1)]

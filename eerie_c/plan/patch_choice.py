@@ -10,7 +10,8 @@ import copy
 
 from ..ir import Op
 from .arena import Plan, plan_memory
-from .patch import PatchPlan, candidates, summary
+from ..errors import EerieError
+from .patch import PatchPlan, candidates, chain_prefix, make_plan, summary
 
 STAGE = "PATCH_STAGE"
 
@@ -34,12 +35,22 @@ def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> d
 
 
 def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
-                   max_recompute: float, total_macs: int) -> tuple[PatchPlan | None, dict]:
+                   max_recompute: float, total_macs: int, forced=None) -> tuple[PatchPlan | None, dict]:
     """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
-    layer-by-layer graph's (step -> (name, bytes)), `base` its plan."""
+    layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
+    to use exactly that stage whatever it costs (tests, experiments)."""
     tried = []
     best = None
-    for cand in candidates(g, total_macs, max_recompute):
+    if forced is not None:
+        ops, layers = chain_prefix(g)
+        n, grid = forced
+        if not 2 <= n <= len(ops):
+            raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
+                             f"layers that can run in patches")
+        cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
+    else:
+        cands = candidates(g, total_macs, max_recompute)
+    for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,
@@ -48,7 +59,9 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
             best = (plan.arena_bytes, cand)
     info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
             "model_macs_before": total_macs, "candidates": tried, "chosen": None}
-    if best is None or best[0] >= base.arena_bytes:
+    if forced is not None:
+        info["mode"] = "forced"
+    elif best is None or best[0] >= base.arena_bytes:
         info["arena_bytes_after"] = base.arena_bytes
         return None, info
     info["chosen"] = summary(best[1])
