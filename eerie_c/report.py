@@ -61,7 +61,7 @@ def note_lines(r: dict) -> list[str]:
 
 
 def render_markdown(r: dict) -> str:
-    from .report_sections import layer_rows, measurement_lines, quantization_lines
+    from .report_sections import layer_rows, measurement_lines, patch_lines, quantization_lines
     out = [f"# {r['name']}: eerie-c compile report", ""]
     out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
@@ -82,6 +82,7 @@ def render_markdown(r: dict) -> str:
                 "so more than the model's figures above.", "",
                 "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
         out += [f"| {BUDGET_LABELS[a]} | {b} | {c} | {d} |" for a, b, c, d in budget]
+    out += patch_lines(r)
     out += measurement_lines(r)
     out += quantization_lines(r)
     out += note_lines(r)
