@@ -14,6 +14,7 @@ from .emit.c import io_info
 from .frontend import load_model
 from .ir import Graph, verify_graph
 from .kernels import const_bytes, lower_graph
+from .kernels._patch import lower_patch_stage
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
@@ -75,7 +76,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
                                              int(sum(low.macs for low in lowered)), forced)
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
-                lowered, ctx = lower_graph(g, target)
+                lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage})
                 step_of = {id(op): k for k, op in enumerate(g.ops)}
                 scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes)
                            for low in lowered if low.scratch_bytes}

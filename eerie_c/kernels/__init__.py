@@ -235,7 +235,11 @@ def check_supported(g: Graph):
         raise EerieError("; ".join(parts))
 
 
-def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx]:
+def lower_graph(g: Graph, target: str = "host", special: dict | None = None
+                ) -> tuple[list[Lowered], LowerCtx]:
+    """special: op kind -> lowering function for ops that are not model operators (the
+    planner's PATCH_STAGE, lowered by kernels/_patch.py; passed in so that this module does
+    not import the kernel modules that import it)."""
     check_supported(g)
     ctx = LowerCtx(g, target)
     lowered = []
@@ -246,9 +250,8 @@ def lower_graph(g: Graph, target: str = "host") -> tuple[list[Lowered], LowerCtx
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
         first_const = len(ctx.consts)
         try:
-            if op.kind == PATCH_STAGE:   # layers run tile by tile: _patch.py
-                from ._patch import lower_patch_stage
-                low = lower_patch_stage(op, g, ctx)
+            if op.kind in (special or {}):   # PATCH_STAGE: kernels/_patch.py, from the pipeline
+                low = special[op.kind](op, g, ctx)
             else:
                 low = REGISTRY[op.kind].lower(op, g, ctx)
         except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as e:
