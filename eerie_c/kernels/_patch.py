@@ -14,6 +14,8 @@ import numpy as np
 from ..templating import render
 from . import Lowered, c_comment, c_ident
 from ._conv_rules import folded_bias
+from ._dsp import acc_bound, fast_requant_consts, has_dsp
+from ._quant import activation_range_int, per_channel_multipliers
 from .conv import conv_operands, int8_requant_vars, op_what
 
 
@@ -30,10 +32,38 @@ def _layer_vars(op, g, ctx, lay) -> dict:
         wdata = w.data.reshape(lay.kh * lay.kw, out_c)    # [tap][channel]
         wsum = wdata.astype(np.int64).sum(axis=0)
     v = dict(g=lay, name=c_comment(op.name.split(";")[0] or op.kind), zp_in=x.zero_point)
-    v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label))
-    v["fbias"] = ctx.const(folded_bias(bias, wsum, -x.zero_point, what), "int32_t", "bias_folded",
-                           "bias with the input zero point folded in")
-    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+    fb = folded_bias(bias, wsum, -x.zero_point, what)
+    # convolutions on a core with SMLAD: weights as sign-extended int16 pairs (k, k+2),
+    # (k+1, k+3) per 4 taps, which is what SXTB16 / SXTB16 ROR #8 make of 4 input bytes
+    v["smlad"] = has_dsp(ctx.target) and lay.kind == "CONV_2D"
+    # direct: a 1x1 window over a multiple of 4 channels is read in place; other windows are
+    # gathered into a column of kp bytes (taps rounded up to 4) first
+    v["direct"] = lay.kh == lay.kw == 1 and lay.pad_t == lay.pad_l == 0 and lay.in_c % 4 == 0
+    v["kp"] = (wdata.shape[1] + 3) // 4 * 4
+    if v["smlad"]:
+        padded = np.zeros((out_c, v["kp"]), np.int64)
+        padded[:, :wdata.shape[1]] = wdata
+        q = padded.reshape(out_c, v["kp"] // 4, 4)
+        lo = (q[..., 0] & 0xFFFF) | ((q[..., 2] & 0xFFFF) << 16)
+        hi = (q[..., 1] & 0xFFFF) | ((q[..., 3] & 0xFFFF) << 16)
+        words = np.stack([lo, hi], axis=-1).astype(np.uint32).view(np.int32)
+        v["weights"] = ctx.const(words, "int32_t", "weights_dsp", c_comment(w.label) +
+                                 " (int16 pairs (c, c+2), (c+1, c+3) per 4 input channels)")
+    else:
+        v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label))
+    v["fbias"] = ctx.const(fb, "int32_t", "bias_folded", "bias with the input zero point folded in")
+    # eerie_requant_fast where it is proven bit-exact (_dsp.py): |acc| <= |bias'| + 128 sum|w|
+    # holds here too, a padding tap adding zp_in * w with |zp_in| <= 128
+    wabs = np.abs(wdata.astype(np.int64)).sum(axis=1 if lay.kind == "CONV_2D" else 0)
+    mult, shift = per_channel_multipliers(x, w, y, out_c)
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(fb, wabs),
+                               w.quant.per_channel, out_c, arrays=True)
+    v["fast"] = fast is not None
+    if fast is not None:
+        v.update(fast)
+        v["act_min"], v["act_max"] = activation_range_int(act, y)
+    else:
+        v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
     return v
 
 
@@ -58,6 +88,6 @@ def lower_patch_stage(op, g, ctx) -> Lowered:
                   layers=layers)
     names = ", ".join(f"op {o.index}" for o in stage.ops)
     return Lowered(body=body, inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
-                   helpers={"requant"}, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
+                   helpers={"requant", "dsp"}, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} tiles "
                            f"({stage.grid[0]}x{stage.grid[1]}), {stage.extra_macs} MACs of halo recomputation")
