@@ -269,7 +269,7 @@ def lower_graph(g: Graph, target: str = "host", special: dict | None = None
         used.add(name)
         low.fn_name, low.op = name, op
         # read by the memory planner: False, "start" or "end" (see Lowered.inplace)
-        op.attrs["inplace_of_input"] = "end" if low.inplace == "end" else bool(low.inplace) and "start"
+        op.attrs["inplace_of_input"] = low.inplace if low.inplace in ("end", "shift") else bool(low.inplace) and "start"
         low.comment = low.comment or f"{op.kind} {c_comment(op.name)}"
         lowered.append(low)
     return lowered, ctx

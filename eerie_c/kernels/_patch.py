@@ -89,5 +89,7 @@ def lower_patch_stage(op, g, ctx) -> Lowered:
     names = ", ".join(f"op {o.index}" for o in stage.ops)
     return Lowered(body=body, inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
                    helpers={"requant", "dsp"}, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
+                   # the output may share the input's bytes at the stage's proven shift
+                   inplace="shift" if stage.shift is not None else False,
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} tiles "
                            f"({stage.grid[0]}x{stage.grid[1]}), {stage.extra_macs} MACs of halo recomputation")

@@ -74,6 +74,11 @@ class PatchPlan:
     macs: int                      # MACs of the stage run layer by layer
     patched_macs: int              # MACs of the stage run tile by tile
     notes: dict = field(default_factory=dict)
+    # Where the stage output may start relative to the stage input's first byte so that the
+    # two share bytes (None: they may not): no tile writes an output byte over an input byte
+    # a later tile still reads (out_shift below). Used when the input lives in the arena and
+    # nothing after the stage reads it (plan/lifetimes.py, "shift" layout).
+    shift: int | None = None
 
     @property
     def extra_macs(self) -> int:
@@ -170,7 +175,32 @@ def make_plan(ops, layers: list[Layer], grid: tuple[int, int]) -> PatchPlan:
     macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
     patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(len(layers)))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
-    return PatchPlan(list(ops), list(layers), tensors, grid, tiles, offsets, sizes, total, macs, patched)
+    return PatchPlan(list(ops), list(layers), tensors, grid, tiles, offsets, sizes, total, macs, patched,
+                     shift=out_shift(layers, tiles))
+
+
+def out_shift(layers: list[Layer], tiles) -> int:
+    """The largest 16-byte-aligned d such that the stage output placed d bytes after the stage
+    input's first byte is safe: tiles run in order, each reads its input (layer 0) before it
+    writes its output (last layer), so every byte tiles 0..t wrote must lie below every input
+    byte tiles t+1.. read: d + (end of the writes so far) <= (first byte read from now on)."""
+    first, last = layers[0], layers[-1]
+    row_in, row_out = first.in_w * first.in_c, last.out_w * last.out_c
+    reads, writes = [], []
+    for regs in tiles:
+        y0, x0, rows, cols = first.needs(regs[0])
+        reads.append(y0 * row_in + x0 * first.in_c)
+        oy, ox, orows, ocols = regs[-1]
+        writes.append((oy + orows - 1) * row_out + (ox + ocols) * last.out_c)
+    best = None
+    end = 0
+    for t in range(len(tiles) - 1):
+        end = max(end, writes[t])
+        d = min(reads[t + 1:]) - end
+        best = d if best is None else min(best, d)
+    if best is None:   # one tile: it reads everything before it writes anything
+        best = 0
+    return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
 def candidates(g, total_macs: int, max_recompute: float) -> list[PatchPlan]:

@@ -20,7 +20,10 @@ def collapse(g, stage: PatchPlan):
     """A copy of g whose first len(stage.ops) ops are replaced by one PATCH_STAGE op."""
     n = len(stage.ops)
     first = stage.ops[0]
-    op = Op(STAGE, [stage.tensors[0]], [stage.tensors[-1]], {"patch": stage},
+    attrs = {"patch": stage}
+    if stage.shift is not None:   # what lowering will say too (kernels/_patch.py)
+        attrs["inplace_of_input"] = "shift"
+    op = Op(STAGE, [stage.tensors[0]], [stage.tensors[-1]], attrs,
             name=f"patch_stage_{first.index}_{stage.ops[-1].index}", index=first.index,
             subgraph=first.subgraph)
     g2 = copy.copy(g)

@@ -147,3 +147,30 @@ def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
     if not stages:
         return None
     return {"check": "patch_plan", "ok": True, "stages": stages}
+
+
+def prove_shift(g, op, in_offset: int, out_offset: int) -> None:
+    """A patch stage whose output shares bytes with its input (the planner's "shift" layout):
+    simulate the tiles in order over the input's bytes, marking every output byte written;
+    each tile's first layer must read only input bytes no earlier tile overwrote (a tile reads
+    all its input before it writes its output). Geometry re-derived from the first and last ops."""
+    stage = op.attrs["patch"]
+    first, last = _geometry(stage.ops[0], g), _geometry(stage.ops[-1], g)
+    n_in = first["in_h"] * first["in_w"] * first["in_c"]
+    row_in, row_out = first["in_w"] * first["in_c"], last["out_w"] * last["out_c"]
+    clobbered = np.zeros(n_in, bool)
+    delta = out_offset - in_offset
+    for t, regions in enumerate(stage.tiles):
+        y0, x0, rows, cols = (int(v) for v in regions[0])
+        ylo, yhi = _touched(y0, rows, first["sh"], first["pad_t"], first["kh"], first["dh"], first["in_h"])
+        xlo, xhi = _touched(x0, cols, first["sw"], first["pad_l"], first["kw"], first["dw"], first["in_w"])
+        for iy in range(ylo, yhi + 1):
+            a, b = iy * row_in + xlo * first["in_c"], iy * row_in + (xhi + 1) * first["in_c"]
+            if clobbered[a:b].any():
+                raise CompilerBug(f"patch proof (output over input at {delta:+d} B): tile {t} reads "
+                                  f"input row {iy}, which an earlier tile's output overwrote")
+        oy, ox, orows, ocols = (int(v) for v in regions[-1])
+        for y in range(oy, oy + orows):
+            a = delta + y * row_out + ox * last["out_c"]
+            b = a + ocols * last["out_c"]
+            clobbered[max(a, 0):max(min(b, n_in), 0)] = True
