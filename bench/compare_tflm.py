@@ -234,7 +234,8 @@ def python_compile_seconds(path: Path, target: str) -> float:
 
 def measure(model: str, board: str, n_inputs: int, seed: int, patch: str = "off",
             max_recompute: float = 20.0) -> dict:
-    path = MODELS_DIR / f"{model}.tflite"
+    path = model if isinstance(model, Path) else MODELS_DIR / f"{model}.tflite"
+    model = path.stem
     x = bench_inputs(path, n_inputs, seed)
     outs, rep = api.run_model(path, [x], board=board, patch=patch, max_recompute=max_recompute)
     ref = tflm_outputs(path, x)
@@ -356,6 +357,8 @@ def main(argv=None) -> int:
                     help="auto: measure each model layer by layer and with patch-based execution "
                          "of its first layers, into bench/patch_results.md (results.md untouched)")
     ap.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT")
+    ap.add_argument("--person-detect", action="store_true",
+                    help="with --patch auto: also the MobileNet v1 0.25 person detector of issue 19")
     args = ap.parse_args(argv)
     boards = list(ALL_BOARDS) if args.all_boards else args.boards
     if args.patch == "auto":
@@ -392,14 +395,28 @@ def main(argv=None) -> int:
     return 0 if all(r["exact"] for r in rows + host_rows) else 1
 
 
+def person_detector(tmp: Path) -> Path:
+    """Issue 19's MobileNet v1 0.25 person detector (TFLM's example architecture, 96x96 grey),
+    built with random weights by the tests' model builder: RAM does not depend on the weights."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "patch")]
+    from patch_models import MOBILENET_V1_025, PERSON_DETECT_INPUT, chain_model
+    path = tmp / "person_detect_mnv1_025.tflite"
+    path.write_bytes(chain_model(PERSON_DETECT_INPUT, MOBILENET_V1_025, tail="pool"))
+    return path
+
+
 def patch_main(args, boards) -> int:
+    import tempfile
     rows = []
+    models = list(args.models)
+    if args.person_detect:
+        models.append(person_detector(Path(tempfile.mkdtemp(prefix="eerie-pd-"))))
     for board in boards:
-        for model in args.models:
+        for model in models:
             for mode in ("off", "auto"):
                 r = measure(model, board, args.inputs, args.seed, mode, args.max_recompute)
                 rows.append(r)
-                print(f"{model} on {board}, patch {mode}: RAM {r['ram']:,} B, "
+                print(f"{r['model']} on {board}, patch {mode}: RAM {r['ram']:,} B, "
                       f"{r['instructions']:,} instructions, exact={r['exact']}", file=sys.stderr)
     text = patch_table(rows) + PATCH_NOTES.format(pct=args.max_recompute)
     print(text)

@@ -18,7 +18,7 @@ from .kernels._patch import lower_patch_stage
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
-from .plan.patch_choice import choose_patches, collapse
+from .plan.patch_choice import choose_patches, collapse, placed_overlap
 from .plan.patch_proof import prove_patches
 from .errors import EerieError
 from .toolchain.targets import get_target
@@ -81,6 +81,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
                 scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes)
                            for low in lowered if low.scratch_bytes}
                 plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
+                patching["chosen"]["output_over_input_bytes"] = placed_overlap(g, plan, chosen)
         flash_consts = sum(const_bytes(c) for c in ctx.consts)
         check_limits(name, tgt, plan.arena_bytes, flash_consts, plan.state_bytes)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})

@@ -116,6 +116,8 @@ def patch_lines(r: dict) -> list[str]:
     out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
             f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
             f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block)",
+            f"- stage output over its input: {_b(ch.get('output_over_input_bytes', 0))} shared (no tile "
+            f"writes over input a later tile reads; proved byte by byte)",
             f"- extra MACs from recomputed halos: {ch['extra_macs']:,} "
             f"({p.get('extra_macs_percent')}% of the model's {p.get('model_macs_before', 0):,}; "
             f"bound {p.get('max_recompute_percent')}%)",

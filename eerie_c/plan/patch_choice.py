@@ -71,3 +71,13 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     info["arena_bytes_after"] = best[0]
     info["extra_macs_percent"] = round(100.0 * best[1].extra_macs / max(total_macs, 1), 2)
     return best[1], info
+
+
+def placed_overlap(g, plan: Plan, stage: PatchPlan) -> int:
+    """Bytes the stage output shares with the stage input in the final plan (the "shift"
+    layout, plan/patch.py out_shift), 0 when the planner kept them apart."""
+    a, b = plan.tensors[stage.tensors[0]], plan.tensors[stage.tensors[-1]]
+    if a.base != "arena" or b.base != "arena":
+        return 0
+    lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
+    return max(hi - lo, 0)

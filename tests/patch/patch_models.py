@@ -58,3 +58,18 @@ ODD = [("dw", None, (3, 3), (1, 1), "VALID", (2, 2), "NONE", True),
        ("conv", 6, (2, 3), (1, 2), "SAME", (1, 1), "RELU6", False),
        ("dw", None, (5, 5), (2, 2), "SAME", (1, 1), "RELU", True),
        ("conv", 5, (3, 1), (2, 1), "VALID", (1, 1), "NONE", True)]
+
+
+def _mobilenet_v1_025():
+    """MobileNet v1 with width 0.25 (TFLM's person detection example's architecture)."""
+    layers = [("conv", 8, (3, 3), (2, 2), "SAME", (1, 1), "RELU6", True)]
+    for stride, ch in [(1, 16), (2, 32), (1, 32), (2, 64), (1, 64), (2, 128)] + [(1, 128)] * 5 \
+            + [(2, 256), (1, 256)]:
+        layers.append(("dw", None, (3, 3), (stride, stride), "SAME", (1, 1), "RELU6", True))
+        layers.append(("conv", ch, (1, 1), (1, 1), "SAME", (1, 1), "RELU6", True))
+    return layers
+
+
+# the person detector: 96x96 grey in, average pool at the end (RAM does not depend on the weights)
+MOBILENET_V1_025 = _mobilenet_v1_025()
+PERSON_DETECT_INPUT = (1, 96, 96, 1)

@@ -101,3 +101,38 @@ def test_block_too_small_for_the_buffers(tmp_path):
     name = next(n for n, st in steps.items() if st == 0)
     plan.scratch[name] = dataclasses.replace(plan.scratch[name], size=plan.scratch[name].size - 64)
     _rejects(g, plan, steps, "outside the")
+
+
+def _shifted(tmp_path):
+    """A stage whose output the planner put over its input (input planned in the arena)."""
+    path = tmp_path / "s.tflite"
+    path.write_bytes(chain_model((1, 48, 40, 3), MOBILENET, tail="pool"))
+    res = compile_model(path, patch=(4, (6, 5)), inputs_in_arena=True)
+    g, plan = res.graph, res.extra["plan"]
+    stage = g.ops[0].attrs["patch"]
+    pin, pout = plan.tensors[stage.tensors[0]], plan.tensors[stage.tensors[-1]]
+    steps = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
+    return g, plan, steps, stage, pin, pout
+
+
+def test_output_over_input_is_proved(tmp_path):
+    from eerie_c.plan import prove_plan
+    g, plan, steps, stage, pin, pout = _shifted(tmp_path)
+    assert g.ops[0].attrs["inplace_of_input"] == "shift"
+    n_in, n_out = (g.t(stage.tensors[k]).nbytes for k in (0, -1))
+    # the two really share bytes, at the planner's shift
+    assert pout.offset - pin.offset == stage.shift
+    assert pin.offset < pout.offset + n_out and pout.offset < pin.offset + n_in
+    prove_plan(g, plan, steps)
+
+
+def test_output_over_input_that_a_later_tile_reads_is_rejected(tmp_path):
+    """Move the output up by the input's rows that later tiles still read: the first tile's
+    output then lands on them."""
+    from eerie_c.plan import prove_plan
+    g, plan, steps, stage, pin, pout = _shifted(tmp_path)
+    moved = pin.offset + 16 * ((g.t(stage.tensors[0]).nbytes // 2) // 16)
+    plan.tensors[stage.tensors[-1]] = dataclasses.replace(pout, offset=moved)
+    with pytest.raises(CompilerBug) as e:
+        prove_plan(g, plan, steps)
+    assert "an earlier tile's output overwrote" in str(e.value), str(e.value)
