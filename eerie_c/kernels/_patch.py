@@ -17,6 +17,7 @@ from ._conv_rules import folded_bias
 from ._dsp import acc_bound, fast_requant_consts, has_dsp
 from ._quant import activation_range_int, per_channel_multipliers
 from .conv import conv_operands, int8_requant_vars, op_what
+from .depthwise import dsp_weights
 
 
 def _layer_vars(op, g, ctx, lay) -> dict:
@@ -51,6 +52,10 @@ def _layer_vars(op, g, ctx, lay) -> dict:
                                  " (int16 pairs (c, c+2), (c+1, c+3) per 4 input channels)")
     else:
         v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label))
+    # depthwise on a core with SMLAD, 4 channels per word (the layout of depthwise.py's DSP
+    # kernel), for windows wholly inside the image; the border keeps the int8 weights
+    v["wdsp"] = (dsp_weights(ctx, wdata, out_c) if has_dsp(ctx.target) and lay.kind != "CONV_2D"
+                 and out_c % 4 == 0 else None)
     v["fbias"] = ctx.const(fb, "int32_t", "bias_folded", "bias with the input zero point folded in")
     # eerie_requant_fast where it is proven bit-exact (_dsp.py): |acc| <= |bias'| + 128 sum|w|
     # holds here too, a padding tap adding zp_in * w with |zp_in| <= 128
