@@ -112,6 +112,12 @@ def summary_text(r: dict) -> str:
                      + (f", {int(r['instructions']):,} measured" if _measured(r) else ""))
     from .report_sections import quantization_summary
     lines += quantization_summary(r)
+    ch = (r.get("patches") or {}).get("chosen")
+    if ch:
+        p = r["patches"]
+        lines.append(f"  patches: first {ch['layers']} layers in {ch['grid'][0]}x{ch['grid'][1]} tiles, arena "
+                     f"{_b(p['arena_bytes_before'])} -> {_b(p['arena_bytes_after'])}, "
+                     f"+{p.get('extra_macs_percent', 0)}% MACs")
     checks = r.get("verified", [])
     lines += [f"  normalised on load: {printable(n, 300)}" for n in r.get("notes", [])]
     lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))

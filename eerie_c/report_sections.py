@@ -108,6 +108,11 @@ def patch_lines(r: dict) -> list[str]:
         return []
     out = ["", "## Patch-based execution", ""]
     ch = p.get("chosen")
+    if ch is None and not p.get("candidates"):
+        out.append("No patch stage: the graph does not start with two or more chained int8 CONV_2D / "
+                   "DEPTHWISE_CONV_2D layers whose outputs nothing else reads, or no grid keeps the "
+                   f"recomputed halos within {p.get('max_recompute_percent')}% of the model's MACs.")
+        return out
     if ch is None:
         out.append(f"No patch stage: none of the {len(p.get('candidates', []))} candidates within "
                    f"{p.get('max_recompute_percent')}% extra MACs made the arena smaller than "
