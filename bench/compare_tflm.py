@@ -431,7 +431,9 @@ PATCH_NOTES = """
 RAM = data + bss + measured stack high-water, as in results.md; instructions per inference
 (QEMU -icount shift=0). `auto` lets the planner choose the prefix and the grid that minimise the
 arena with at most {pct:g}% extra MACs from recomputed halos (eerie-c --patch auto
---max-recompute {pct:g}); the stage runs a portable per-tile kernel, not the DSP/MVE kernels.
+--max-recompute {pct:g}); the stage runs its own per-tile kernels (SMLAD on DSP cores, no
+Helium), which take more instructions per MAC than the layer-by-layer kernels. The person
+detector is issue 19's MobileNet v1 0.25 at 96x96 grey (random weights, --person-detect).
 """
 
 
