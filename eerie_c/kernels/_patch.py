@@ -41,6 +41,8 @@ def _layer_vars(op, g, ctx, lay) -> dict:
     # gathered into a column of kp bytes (taps rounded up to 4) first
     v["direct"] = lay.kh == lay.kw == 1 and lay.pad_t == lay.pad_l == 0 and lay.in_c % 4 == 0
     v["kp"] = (wdata.shape[1] + 3) // 4 * 4
+    # small windows: two output channels at a time, the dot product unrolled
+    v["unroll"] = v["smlad"] and out_c % 2 == 0 and v["kp"] <= 64
     if v["smlad"]:
         padded = np.zeros((out_c, v["kp"]), np.int64)
         padded[:, :wdata.shape[1]] = wdata
