@@ -51,7 +51,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     a worst-case stack bound from the target compiler's own frame sizes. picture: the
     memory-plan picture will be wanted (report_files), so start drawing it now. patch: "auto"
     lets the planner run a prefix of the graph tile by tile when that makes the arena smaller,
-    recomputing at most max_recompute percent of the model's MACs in halos (plan/patch.py)."""
+    recomputing at most max_recompute percent of the model's MACs in halos (plan/patch.py);
+    a (layers, (rows, cols)) tuple forces that stage (tests, experiments)."""
     forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
     if forced is None and patch not in ("auto", "off"):
         raise EerieError(f"--patch must be auto or off, not {patch!r}")

@@ -18,7 +18,7 @@ ending at S. plan/patch_proof.py checks all of this independently of this module
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 ALIGN = 16
 KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -73,7 +73,6 @@ class PatchPlan:
     scratch_bytes: int
     macs: int                      # MACs of the stage run layer by layer
     patched_macs: int              # MACs of the stage run tile by tile
-    notes: dict = field(default_factory=dict)
     # Where the stage output may start relative to the stage input's first byte so that the
     # two share bytes (None: they may not): no tile writes an output byte over an input byte
     # a later tile still reads (out_shift below). Used when the input lives in the arena and
