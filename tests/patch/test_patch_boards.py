@@ -1,5 +1,5 @@
 """Patch stages on the emulated boards, against TFLM: the per-tile kernels with SMLAD
-(mps2-an386, Cortex-M4) and on the M55 (mps3-an547), and the shared vww model with the
+(mps2-an386 Cortex-M4, mps2-an500 M7, mps3-an547 M55), portable (mps2-an385 M3, riscv-virt), and the shared vww model with the
 planner's own choice; the stage's RAM is measured, not asserted (bench/compare_tflm.py)."""
 import numpy as np
 import pytest
@@ -8,9 +8,11 @@ from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import MOBILENET, ODD, chain_model
 
 BOARDS = ["mps2-an386", "mps3-an547"]
+# the chains also on a core without DSP (M3: the portable per-tile kernel), the M7 and RISC-V
+CHAIN_BOARDS = BOARDS + ["mps2-an385", "mps2-an500", "riscv-virt"]
 
 
-@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("board", CHAIN_BOARDS)
 @pytest.mark.parametrize("layers, shape, patch", [(MOBILENET, (1, 19, 23, 3), (4, (3, 4))),
                                                   (ODD, (1, 21, 18, 4), (4, (2, 3)))])
 def test_chain_on_board_bit_exact(board_tools, tmp_path, board, layers, shape, patch):
