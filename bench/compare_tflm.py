@@ -227,10 +227,12 @@ def command_compile_seconds(path: Path, board: str, repeat: int = COMPILE_REPEAT
                    for k in range(repeat))
 
 
-def measure(model: str, board: str, n_inputs: int, seed: int) -> dict:
-    path = MODELS_DIR / f"{model}.tflite"
+def measure(model: str, board: str, n_inputs: int, seed: int, patch: str = "off",
+            max_recompute: float = 20.0) -> dict:
+    path = model if isinstance(model, Path) else MODELS_DIR / f"{model}.tflite"
+    model = path.stem
     x = bench_inputs(path, n_inputs, seed)
-    outs, rep = api.run_model(path, [x], board=board)
+    outs, rep = api.run_model(path, [x], board=board, patch=patch, max_recompute=max_recompute)
     ref = tflm_outputs(path, x)
     exact = bool(np.array_equal(outs[0].reshape(ref.shape), ref))
     sizes = rep["elf_sizes"]
@@ -242,7 +244,8 @@ def measure(model: str, board: str, n_inputs: int, seed: int) -> dict:
         "model_flash": model_sizes.get("text", 0) + model_sizes.get("data", 0),
         "ram": sizes["data"] + sizes["bss"] + rep["stack_high_water_bytes"],
         "arena": rep["arena_bytes"], "stack": rep["stack_high_water_bytes"],
-        "compile_s": command_compile_seconds(path, board), "exact": exact,
+        "compile_s": command_compile_seconds(path, board) if patch == "off" else 0.0,
+        "exact": exact, "patches": rep.get("patches", {}),
     }
 
 
@@ -334,8 +337,17 @@ def main(argv=None) -> int:
     ap.add_argument("--host-repeat", type=int, default=0,
                     help="inferences per input record and side in the host rows (default: "
                          "enough for 0.2 s each)")
+    ap.add_argument("--patch", choices=("off", "auto"), default="off",
+                    help="auto: measure each model layer by layer and with patch-based execution "
+                         "of its first layers, into bench/patch_results.md (results.md untouched)")
+    ap.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT")
+    ap.add_argument("--person-detect", action="store_true",
+                    help="with --patch auto: also the MobileNet v1 0.25 person detector of issue 19")
     args = ap.parse_args(argv)
     boards = list(ALL_BOARDS) if args.all_boards else args.boards
+    if args.patch == "auto":
+        from compare_patches import patch_main   # bench/compare_patches.py
+        return patch_main(args, boards)
     rows = []
     for board in boards:
         for model in args.models:
