@@ -186,6 +186,8 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
                 continue   # the same storage seen through an aliasing op
             if frozenset((root(a[0]), root(b[0]))) in allowed:
                 continue   # an in-place op's input and output (rule checked above)
+            if not (a[4] and b[4]):
+                continue   # a zero-byte tensor has no bytes to share (its offset may fall inside another)
             if a[1] <= b[2] and b[1] <= a[2] and a[3] < b[3] + b[4] and b[3] < a[3] + a[4]:
                 raise CompilerBug(f"arena proof: {a[0]} and {b[0]} are live together and overlap "
                                   f"in the arena ([{a[3]}, {a[3] + a[4]}) and [{b[3]}, {b[3] + b[4]}))")
