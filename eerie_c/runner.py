@@ -65,6 +65,8 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements). inputs_in_arena
     as for compile_model (on a board the harness then reads the inputs into the arena)."""
+    if out_dir is not None:   # the builds and runs below happen with cwd set to it
+        out_dir = Path(out_dir).resolve()
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
                                  max_iterations, inputs_in_arena, picture=out_dir is not None,
                                  patch=patch, max_recompute=max_recompute)

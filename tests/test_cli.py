@@ -62,6 +62,19 @@ def test_run_npy_round_trip(models_dir, tmp_path):
     np.testing.assert_array_equal(y, ref)
 
 
+def test_run_with_a_relative_output_directory(models_dir, tmp_path):
+    """`eerie-c run ... -o out` from the directory the user is in: the build and the run
+    happen inside `out`, so a relative path must not be taken relative to it again."""
+    x = np.random.default_rng(6).integers(-128, 128, size=(1, 640), dtype=np.int8)
+    np.save(tmp_path / "x.npy", x)
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--input", "x.npy", "--output", "y.npy",
+              "-o", "out", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out" / "report.json").is_file()
+    ref = tflm_run(models_dir / "ad01_int8.tflite", [x[None]])[0][0]
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref)
+
+
 def test_not_a_model(tmp_path):
     bad = tmp_path / "junk.tflite"
     bad.write_bytes(b"hello world, not a flatbuffer")
