@@ -66,7 +66,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     (batched like the inputs) and the report (with the board's measurements). inputs_in_arena
     as for compile_model (on a board the harness then reads the inputs into the arena)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena, picture=out_dir is not None)
+                                 max_iterations, inputs_in_arena)
     if getattr(res.graph, "dynamic_dims", None) is not None:
         # torch dynamic sizes: one inference at the sizes of the given arrays
         outs, report = run_dynamic(res, [[np.asarray(a) for a in inputs]], brd, out_dir, timeout)
