@@ -43,8 +43,8 @@ _LINE = re.compile(r"^eerie-c: (.*) \((\d+\.\d+) s\)$")
 
 def compile_once(model: Path, board: str, out: Path, repo: Path = REPO) -> tuple[float, dict[str, float]]:
     """One compile in a fresh process with eerie_c from `repo`: (wall s, {column: s}); the
-    columns include "cpu": user + system time of the whole process tree (the compiler's
-    processes and the picture's included), which the machine's other load changes little."""
+    columns include "cpu": user + system time of the whole process tree (the target
+    compiler's processes included), which the machine's other load changes little."""
     env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
