@@ -79,7 +79,7 @@ def _layout(mp: dict) -> Geometry:
     w, h = left + plot_w + gap + key_w + right, bottom + plot_h + top
     first = min([r["start"] for r in mp["buffers"]] + [0])
     return Geometry(w * PT, h * PT, (left * PT, top * PT, (left + plot_w) * PT, (top + plot_h) * PT),
-                    (first - 0.7, max(mp["steps"], 1) - 0.3), (0, max(mp["arena_bytes"], 1) * 1.1),
+                    (first - 0.7, max(mp["steps"], 2) - 0.3), (0, max(mp["arena_bytes"], 1) * 1.1),
                     (left + plot_w + gap) * PT, top * PT, 0.13 * PT)
 
 
@@ -97,7 +97,7 @@ def _axes(scene: Scene, g: Geometry, steps: int) -> None:
     """Frame, ticks with their labels (a reader can map the SVG back to steps and bytes with
     them), axis titles."""
     x0, y0, x1, y1 = g.frame
-    xs = _nice_step(g.xlim[1] - g.xlim[0], min(max(steps, 1) + 1, 24), True)
+    xs = _nice_step(g.xlim[1] - g.xlim[0], min(max(steps, 2) + 1, 24), True)
     ys = _nice_step(g.ylim[1] - g.ylim[0], 8, True)
     for axis, step, lim in (("x", xs, g.xlim), ("y", ys, g.ylim)):
         group = Group(f"{axis}-axis")

@@ -200,3 +200,18 @@ assert "matplotlib" not in sys.modules
     assert p.returncode == 0, p.stderr
     for f in ("memory.svg", "memory.png"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+def test_markup_in_names_and_an_empty_plan():
+    """A name with XML's special characters is text in the SVG (it parses, the key shows the
+    name unchanged); a plan with no buffers still gives a picture with its axes."""
+    from eerie_c.plan.picture import memory_files
+    buf = {"id": 1, "kind": "tensor", "label": 'a<b>&"c"', "offset": 0, "size": 300, "start": 0, "end": 1}
+    mp = {"arena_bytes": 300, "steps": 2, "buffers": [buf], "peak_step": 0, "peak_bytes": 300}
+    pic = read_plan(memory_files(mp, "m<&>")["memory.svg"].decode())
+    assert pic["key"][1]["label"] == 'a<b>&"c"' and set(pic["rects"]) == {1}
+    assert any(t.startswith("m<&>: ") for t in pic["all_text"])
+    empty = {"arena_bytes": 0, "steps": 0, "buffers": [], "peak_step": 0, "peak_bytes": 0}
+    files = memory_files(empty, "empty")
+    assert read_plan(files["memory.svg"].decode())["rects"] == {}
+    assert files["memory.png"][:8] == b"\x89PNG\r\n\x1a\n"
