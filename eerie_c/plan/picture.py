@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..report_text import printable
+from .picture_labels import place_numbers
 from .picture_scene import PALETTE, Group, Line, Polygon, Rect, Scene, Text
 
 KEY_CHARS = 56          # label characters in the key
@@ -162,7 +163,6 @@ def _key(scene: Scene, g: Geometry, bufs: list[dict]) -> None:
 
 def memory_scene(mp: dict, name: str) -> Scene:
     """The whole picture of report.json's memory_plan, back to front."""
-    from .picture_labels import place_numbers
     g = _layout(mp)
     bufs = mp["buffers"]
     scene = Scene(g.width, g.height)

@@ -2,7 +2,8 @@
 
 Text uses Pillow's own embedded font (ImageFont.load_default at a size), so the pixels do not
 depend on the fonts a machine has installed; the layout was measured with picture_scene's
-widths, which are wider than that font's, so labels that fit in the SVG fit here too.
+widths, which are wider than that font's, so labels that fit in the SVG fit here too. That font has no bold face: the key's column
+titles are bold in the SVG only.
 """
 from __future__ import annotations
 

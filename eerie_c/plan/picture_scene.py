@@ -67,7 +67,7 @@ class Polygon:   # an arrow head
 @dataclass
 class Text:
     """Lines of text at (x, y): ha left|center|right, va top|center|bottom of the block;
-    rotate=90 turns it a quarter counter-clockwise about (x, y). bg: a light ground behind it
+    rotate=90 turns it a quarter counter-clockwise, centred on (x, y) whatever ha/va say. bg: a light ground behind it
     (a colour and its opacity) so hatching or a rectangle edge does not cross the label."""
     x: float
     y: float
@@ -85,15 +85,16 @@ class Text:
     def box(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) it covers."""
         w, h = text_size(self.lines, self.size, self.mono)
+        ha, va = (self.ha, self.va) if not self.rotate else ("center", "center")
         if self.rotate:
             w, h = h, w
-        x0 = self.x - {"left": 0, "center": w / 2, "right": w}[self.ha]
-        y0 = self.y - {"top": 0, "center": h / 2, "bottom": h}[self.va]
+        x0 = self.x - {"left": 0, "center": w / 2, "right": w}[ha]
+        y0 = self.y - {"top": 0, "center": h / 2, "bottom": h}[va]
         return (x0, y0, x0 + w, y0 + h)
 
     def baselines(self) -> list[tuple[float, float]]:
-        """Each line's anchor (x, baseline y) before rotation: lines centred on x for
-        ha=center, etc., the block placed by va as if unrotated about (x, y)."""
+        """Each line's anchor (x, baseline y) before rotation, the block placed by va (a rotated
+        block: centred on (x, y)); the renderer aligns each line on x by ha."""
         _, h = text_size(self.lines, self.size, self.mono)
         top = self.y - {"top": 0, "center": h / 2, "bottom": h}[self.va if not self.rotate else "center"]
         return [(self.x, top + self.size * (ASCENT + LINE_SPACING * i)) for i in range(len(self.lines))]
