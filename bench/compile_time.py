@@ -5,9 +5,8 @@ time of each stage the compiler reports under -v.
 Each compile runs as its own process (interpreter start-up and imports count, as they do for
 a user), several times; the table shows the fastest run of each model, since other load on
 the machine only ever adds time. Stages overlap (the target compiler's build of the model and
-the firmware stack bound's compiles of the harness and runtime run beside the C-source proof;
-the memory-plan picture's child process imports matplotlib during the frontend and draws
-during the verification), so they need not sum to the wall time; "other" is the wall time
+the firmware stack bound's compiles of the harness and runtime run beside the C-source proof),
+so they need not sum to the wall time; "other" is the wall time
 outside every reported stage (start-up, imports, writing files). "cpu s" is the user + system
 time of the compile's whole process tree (the least over the runs): what the compile costs a
 loaded machine, where the wall time also depends on what else runs.
@@ -44,8 +43,8 @@ _LINE = re.compile(r"^eerie-c: (.*) \((\d+\.\d+) s\)$")
 
 def compile_once(model: Path, board: str, out: Path, repo: Path = REPO) -> tuple[float, dict[str, float]]:
     """One compile in a fresh process with eerie_c from `repo`: (wall s, {column: s}); the
-    columns include "cpu": user + system time of the whole process tree (the compiler's
-    processes and the picture's included), which the machine's other load changes little."""
+    columns include "cpu": user + system time of the whole process tree (the target
+    compiler's processes included), which the machine's other load changes little."""
     env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()

@@ -4,7 +4,6 @@ C emission -> verification of the C, then the report, and with a board the firmw
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,12 +43,11 @@ class CompileResult:
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
-                  inputs_in_arena: bool = False, picture: bool = False,
-                  before_verify=None, patch: str = "off", max_recompute: float = 20.0) -> CompileResult:
+                  inputs_in_arena: bool = False, before_verify=None, patch: str = "off",
+                  max_recompute: float = 20.0) -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
-    a worst-case stack bound from the target compiler's own frame sizes. picture: the
-    memory-plan picture will be wanted (report_files), so start drawing it now. before_verify:
+    a worst-case stack bound from the target compiler's own frame sizes. before_verify:
     called with the result so far (files and arena known, nothing verified) as the
     verification starts; what it returns is kept in the result's extra["before_verify"].
     patch: "auto" lets the planner run a prefix of the graph tile by tile when that makes the
@@ -110,9 +108,6 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
-    if picture:   # drawn by a child process (another core) during the verification
-        from .plan.picture import start_drawing
-        start_drawing(report["memory_plan"], name)
     early = None
     if before_verify is not None:   # e.g. the firmware's other compiles (firmware_early.py)
         early = before_verify(CompileResult(name, target, files, {"arena_bytes": plan.arena_bytes}, g))
@@ -178,8 +173,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     writes them through NAME_inputK_buffer() (docs/integration.md). patch / max_recompute:
     patch-based execution of the first layers (compile_graph)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena, picture=out_dir is not None,
-                                 patch=patch, max_recompute=max_recompute)
+                                 max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute)
     return finish(res, brd, out_dir)
 
 
@@ -196,7 +190,7 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
-                      inputs_in_arena, picture: bool = False, patch: str = "off",
+                      inputs_in_arena, patch: str = "off",
                       max_recompute: float = 20.0) -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it
     for `target` (by default the board's, else the host). Returns the result and the Board
@@ -204,21 +198,12 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     path = Path(model)
     brd, target = board_and_target(board, target)
     name = model_name(path, name, brd)
-    if picture:   # its child imports matplotlib on another core meanwhile (plan/picture.py)
-        from .plan.picture import cancel_drawing, prepare_drawing
-        prepare_drawing()
-    try:
-        with stage(f"frontend: read {path.name}"):
-            g = load_model(path, name, max_iterations)
-        res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                            stack_budget=stack_budget, picture=picture, patch=patch,
-                            max_recompute=max_recompute,
-                            inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
-                            before_verify=None if brd is None else _firmware_early(brd))
-    except BaseException:
-        if picture:   # no picture will be wanted: no idle child left behind
-            cancel_drawing()
-        raise
+    with stage(f"frontend: read {path.name}"):
+        g = load_model(path, name, max_iterations)
+    res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
+                        stack_budget=stack_budget, patch=patch, max_recompute=max_recompute,
+                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
+                        before_verify=None if brd is None else _firmware_early(brd))
     if getattr(g, "dynamic_dims", None) is not None:
         note_dynamic(res)
     return res, brd
@@ -243,7 +228,7 @@ def _firmware_early(brd):
 
 def report_files(res: CompileResult) -> dict[str, str | bytes]:
     """report.json, report.md and the memory-plan picture (memory.svg, memory.png)."""
-    from .plan.picture import draw_memory_plan
+    from .plan.picture import memory_files
     from .report import render_markdown
     from .progress import note, stage
     mp = res.report["memory_plan"]
@@ -253,10 +238,8 @@ def report_files(res: CompileResult) -> dict[str, str | bytes]:
         "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n",
         "report.md": render_markdown(res.report),
     }
-    with stage("report.md and the memory-plan picture (memory.svg, memory.png)"), \
-            tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
-        for p in draw_memory_plan(mp, res.name, Path(tmp)):
-            files[p.name] = p.read_bytes()
+    with stage("report.md and the memory-plan picture (memory.svg, memory.png)"):
+        files.update(memory_files(mp, res.name))
     return files
 
 

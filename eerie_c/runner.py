@@ -68,8 +68,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     if out_dir is not None:   # the builds and runs below happen with cwd set to it
         out_dir = Path(out_dir).resolve()
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena, picture=out_dir is not None,
-                                 patch=patch, max_recompute=max_recompute)
+                                 max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute)
     if getattr(res.graph, "dynamic_dims", None) is not None:
         # torch dynamic sizes: one inference at the sizes of the given arrays
         outs, report = run_dynamic(res, [[np.asarray(a) for a in inputs]], brd, out_dir, timeout)
