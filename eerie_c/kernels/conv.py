@@ -250,7 +250,9 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     return v
 
 
-def _lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v) -> Lowered:
+def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
+    """CONV_2D on RISC-V (conv2d_s8_rv.c.j2); with `residual` (CONV_2D_ADD's constants, its
+    v carrying xin) the fused ADD runs on each pair of pixels' outputs in scratch."""
     out_c, kh, kw, in_c = w.shape
     k = kh * kw * in_c
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
@@ -262,9 +264,10 @@ def _lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v) -> Lowered:
     v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label)))
     # a 1x1 window never overlaps the padding (TFLite pads 1x1 by 0): read pixels in place
     v.update(zp_in=x.zero_point, direct=kh == kw == 1 and win.pad_t == win.pad_l == 0)
-    body = render("kernels/conv2d_s8_rv.c.j2", **v)
+    body = render("kernels/conv2d_s8_rv.c.j2", residual=residual, **v)
+    scratch = (0 if v["direct"] else 2 * k) + (2 * out_c if residual else 0)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
-                   scratch_bytes=0 if v["direct"] else 2 * k,
+                   scratch_bytes=scratch,
                    macs=v["batches"] * win.out_h * win.out_w * out_c * k)
 
 
@@ -290,7 +293,7 @@ def lower_conv2d(op, g, ctx):
             if low is not None:
                 return low
         if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
-            return _lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
+            return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
         v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)

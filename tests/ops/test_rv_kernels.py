@@ -127,3 +127,18 @@ def test_rv_weight_layout():
         for j in range(3):
             want = w[c, j] if c < 5 else 0
             assert flat[((c // 4) * 3 + j) * 4 + c % 4] == want
+
+
+@pytest.mark.parametrize("case", ["identity-3x3", "identity-conv-first-operand", "identity-odd-pixels",
+                                  "identity-1x1-per-tensor", "identity-batch2-16ch",
+                                  "downsample-hoisted-shortcut", "residual-read-again"])
+def test_conv_add_rv_target(tmp_path, case):
+    """CONV_2D_ADD (the residual ADD fused into the convolution) with the RISC-V GEMM: the
+    ADD runs on each pair of pixels' outputs in scratch, in place over the residual."""
+    from test_inplace_conv_add import CASES
+    model, shape = CASES[case]()
+    src = tmp_path / "c.tflite"
+    src.write_bytes(model)
+    ops = compile_model(src, target=TARGET, name="c").report["ops"]
+    assert any(o["kind"] == "CONV_2D_ADD" for o in ops), "the ADD is fused"
+    check_rv(tmp_path, model, shape, n=3, seed=5)
