@@ -10,6 +10,7 @@ kernels run in QEMU on riscv-virt and sifive_e in tests/boards/test_riscv_gemm.p
 """
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -142,3 +143,39 @@ def test_conv_add_rv_target(tmp_path, case):
     ops = compile_model(src, target=TARGET, name="c").report["ops"]
     assert any(o["kind"] == "CONV_2D_ADD" for o in ops), "the ADD is fused"
     check_rv(tmp_path, model, shape, n=3, seed=5)
+
+
+def _uses_fast_requant(model: bytes, tmp_path) -> bool:
+    src = tmp_path / "f.tflite"
+    src.write_bytes(model)
+    text = compile_model(src, target=TARGET, name="f").files["f.c"]
+    return re.search(r"\w_radd\b", text) is not None   # the fast path's rounding constants
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("out_scale,fast", [(0.1, False), (0.25, False), (400.0, True), (2.0, True)],
+                         ids=["left-shift", "shift-0", "tiny", "right-shift"])
+def test_conv_rv_requant_paths(tmp_path, k, out_scale, fast):
+    """Multipliers >= 0.5 (no right shift) keep TFLite's general formula; right shifts take
+    the fast one (a mul and a mulh). Both bit-exact."""
+    from test_dsp_kernels import small_conv
+    model = small_conv(k, out_scale, in_c=5, out_c=6)
+    assert _uses_fast_requant(model, tmp_path) == fast
+    check_rv(tmp_path, model, (1, 4, 4, 5))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_conv_rv_dead_and_constant_channels(tmp_path, k):
+    """Channels with multiplier 0 or a shift past every accumulator, and all-zero weights with a
+    bias near 2^30 (as in vww_96_int8): zeroed at compile time, so the layer keeps the fast
+    requantization, and their outputs come from its constants."""
+    from test_dsp_kernels import conv_with
+    rng = np.random.default_rng(5)
+    scales = [0.004, 0.002, 1e-30, 0.004, 0.001, 1e-9, 0.003, 0.004]
+    wts = rng.integers(-127, 128, (8, k, k, 8))
+    wts[[1, 4]] = 0
+    bias = rng.integers(-3000, 3000, 8)
+    bias[1], bias[4], bias[5] = 2 ** 30, -2 ** 30 + 128, 2 ** 29
+    model = conv_with(wts, bias, scales)
+    assert _uses_fast_requant(model, tmp_path)
+    check_rv(tmp_path, model, (1, 5, 5, 8))
