@@ -12,7 +12,8 @@ bias cancels exactly (the reference skips the tap), so every output uses the sam
 
 Targets with the DSP extension (cortex-m4/m7/m33/m55, see _dsp.py) get a different kernel
 (conv2d_s8_dsp.c.j2): im2col into sign-extended columns and 2x2 SMLAD blocks, with the
-weights re-laid out for it; other targets get the portable loops of conv2d_s8.c.j2.
+weights re-laid out for it; RISC-V targets the register-blocked GEMM of _rv.py
+(conv2d_s8_rv.c.j2); other targets get the portable loops of conv2d_s8.c.j2.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, p
                    zero_channels)
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._mve import has_mve, lower_conv2d_mve
+from ._rv import gemm_vars, has_rv
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
 
@@ -248,6 +250,27 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     return v
 
 
+def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
+    """CONV_2D on RISC-V (conv2d_s8_rv.c.j2); with `residual` (CONV_2D_ADD's constants, its
+    v carrying xin) the fused ADD runs on each pair of pixels' outputs in scratch."""
+    out_c, kh, kw, in_c = w.shape
+    k = kh * kw * in_c
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    wflat = w.data.reshape(out_c, k)
+    fbias = folded_bias(bias, wflat.astype(np.int64).sum(axis=1), -x.zero_point, what)
+    if w.quant.per_channel and len(w.quant.scale) != out_c:
+        raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
+    mult, shift = per_channel_multipliers(x, w, y, out_c)
+    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label)))
+    # a 1x1 window never overlaps the padding (TFLite pads 1x1 by 0): read pixels in place
+    v.update(zp_in=x.zero_point, direct=kh == kw == 1 and win.pad_t == win.pad_l == 0)
+    body = render("kernels/conv2d_s8_rv.c.j2", residual=residual, **v)
+    scratch = (0 if v["direct"] else 2 * k) + (2 * out_c if residual else 0)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
+                   scratch_bytes=scratch,
+                   macs=v["batches"] * win.out_h * win.out_w * out_c * k)
+
+
 @kernel("CONV_2D", dtypes=("int8", "float32"))
 def lower_conv2d(op, g, ctx):
     what = op_what(op)
@@ -269,6 +292,8 @@ def lower_conv2d(op, g, ctx):
             low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
+        if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
+            return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
         v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)

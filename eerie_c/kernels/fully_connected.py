@@ -6,6 +6,7 @@ the result is requantized per output channel (per tensor when the weights are).
 Targets with the DSP extension (see _dsp.py) use shared out-of-line kernels (one per weight
 format, helpers/fc_dsp*.c.j2): SMLAD over weights re-encoded at compile time, int8 rows mixed
 in pairs or sub-byte fields with correction lists; _fc_formats.py picks the format per layer.
+RISC-V targets use the register-blocked GEMM of _rv.py (helpers/gemm_rv.c.j2).
 """
 import numpy as np
 
@@ -17,6 +18,7 @@ from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, p
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._fc_formats import choose, encode_s8
 from ._mve import has_mve, lower_fc_mve
+from ._rv import gemm_vars, has_rv
 
 KERNELS = {"s8": "eerie_fc_s8", "mix": "eerie_fc_mix", "p4": "eerie_fc_p4", "p556": "eerie_fc_p556"}
 HELPERS = {"s8": "fc_dsp", "mix": "fc_dsp_mix", "p4": "fc_dsp_p4", "p556": "fc_dsp_p556"}
@@ -111,6 +113,12 @@ def lower_fully_connected(op, g, ctx):
                                | ({"dsp_fc"} if dsp["fmt"] != "s8" else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth)
+        if (has_rv(ctx.target) and batches * units * depth > 0
+                and np.abs(folded).max(initial=0) < 2 ** 31):   # RISC-V: GEMM of _rv.py
+            rv = gemm_vars(ctx, wdata, folded, mult, shift, y, act, c_comment(w.label))
+            body = render("kernels/fully_connected_s8_rv.c.j2", batches=batches, **rv)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
+                           macs=batches * units * depth)
         per_channel = w.quant.per_channel
         ctx_vars.update(
             weights=ctx.tensor_const(w, "weights"),
