@@ -165,3 +165,56 @@ def test_torch_ds_cnn_on_board(board):
     err = np.abs(got[0].astype(np.float64) - ref).max()
     assert err <= 1e-4 * np.abs(ref).max(), (err, np.abs(ref).max())
     assert_invoke_stack_within_bound(report)
+
+
+def _layer_then(kind_act: str, layer: str, inf_nan: bool):
+    """A float layer with no fused activation followed by a separate activation op, and two
+    inputs (with infinities and a NaN when inf_nan)."""
+    from tflite_builder import ModelBuilder, PAD
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    if layer == "FULLY_CONNECTED":
+        x = mb.input([2, 9], "float32")
+        w = mb.const(rng.standard_normal((5, 9)), "float32")
+        b = mb.const(rng.standard_normal(5), "float32")
+        z = mb.tensor([2, 5], "float32")
+        mb.op(layer, [x, w, b], [z], "FullyConnectedOptions", fusedActivationFunction=0)
+        shape = (2, 9)
+    else:
+        x = mb.input([1, 5, 6, 3], "float32")
+        dw = layer == "DEPTHWISE_CONV_2D"
+        w = mb.const(rng.standard_normal((1, 3, 3, 3) if dw else (4, 3, 3, 3)), "float32")
+        b = mb.const(rng.standard_normal(3 if dw else 4), "float32")
+        z = mb.tensor([1, 5, 6, 3 if dw else 4], "float32")
+        if dw:
+            mb.op(layer, [x, w, b], [z], "DepthwiseConv2DOptions", padding=PAD["SAME"], strideH=1,
+                  strideW=1, depthMultiplier=1, fusedActivationFunction=0)
+        else:
+            mb.op(layer, [x, w, b], [z], "Conv2DOptions", padding=PAD["SAME"], strideH=1, strideW=1,
+                  fusedActivationFunction=0)
+        shape = (1, 5, 6, 3)
+    zshape = [2, 5] if layer == "FULLY_CONNECTED" else [1, 5, 6, 3 if layer == "DEPTHWISE_CONV_2D" else 4]
+    y = mb.tensor(zshape, "float32")
+    mb.op(kind_act, [z], [y])
+    mb.output(y)
+    xs = random_inputs(list(shape), "float32", 2, seed=12, scale=3.0)
+    if inf_nan:
+        xs.reshape(2, -1)[0, 4] = np.inf
+        xs.reshape(2, -1)[0, 7] = -np.inf
+        xs.reshape(2, -1)[1, 5] = np.nan
+    return mb.build(), xs
+
+
+@pytest.mark.parametrize("layer", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"])
+@pytest.mark.parametrize("act", ["RELU", "RELU6"])   # TFLM has no RELU_N1_TO_1 kernel
+def test_activation_fused_into_float_layer(tmp_path, layer, act):
+    """passes/fuse_float_activation.py: the separate activation disappears and every output,
+    infinities and NaN included, is what TFLM computes with the two ops."""
+    model, xs = _layer_then(act, layer, inf_nan=True)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    res = compile_model(src, name="m")
+    assert [op["kind"] for op in res.report["ops"]] == [layer]
+    got, _ = run_model(src, [xs])
+    ref = tflm_run(model, [xs])
+    assert_float_close(got[0], ref[0])
