@@ -2,12 +2,14 @@
 constants (conv.py, depthwise.py and fully_connected.py call these for float inputs).
 
 The kernels keep blocks of outputs in registers (several output pixels x 4 output channels for
-a conv, 8 units for a fully connected layer, 4 output pixels of a row x 2 channels for a depthwise
+a conv, 16 units for a fully connected layer, 4 output pixels of a row x 2 channels for a depthwise
 conv) and accumulate with EERIE_FMAF (templates/helpers/fma_f32.c.j2: one VFMA on an FPv4 /
 FPv5 core). The weights are re-laid out here so that the inner loop reads them in order: a
-conv's as [out_c / 4][kh][kw][in_c][4], a fully connected layer's as [units / 8][depth][8];
-the output channels are zero-padded to the block (the padding's outputs are never stored).
-Every output is still the sum over (ky, kx, ic) in TFLM's order, then the bias."""
+conv's as [out_c / 4][kh][kw][in_c][4], a fully connected layer's as
+[units / 16][depth][16] then [depth][units % 16]; a conv's output channels are zero-padded
+to the block (the padding's outputs are never stored). Every output is still the sum over
+(ky, kx, ic) in TFLM's order, the bias added last (depthwise: first, as the accumulators'
+starting value; reordering moves the result by rounding only)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +17,12 @@ import numpy as np
 from . import c_comment
 
 CONV_OC = 4      # output channels per conv block
-CONV_PX = 4      # output pixels per conv block (the interior path)
-FC_UNITS = 8     # units per fully connected block
+CONV_PX = 5      # output pixels per conv block (the interior path): 5 x 4 accumulators,
+                 # 4 weights and an input value take 25 of the 32 s-registers (measured on
+                 # the DS-CNN, mps2-an386: 4 pixels 2.0, 5 pixels 1.89, 6 pixels 1.95
+                 # instructions per MAC over its convolutions)
+FC_UNITS = 16    # units per fully connected block: the weights are loaded one at a time
+                 # between the multiply-adds, so 16 accumulators leave registers free
 DW_CH = 2        # channels per depthwise block (depth multiplier 1)
 DW_PX = 4        # output pixels of one row per depthwise block
 
@@ -42,15 +48,16 @@ def conv_vars(ctx, w, b, out_c: int) -> dict:
 
 
 def fc_vars(ctx, w, b, units: int, depth: int) -> dict:
-    """Weights [units][depth] as [up / 8][depth][8], the bias padded to up."""
-    ub = FC_UNITS if units > FC_UNITS // 2 else FC_UNITS // 2
-    wp = _pad_rows(w.data.reshape(units, depth).astype(np.float32), ub)
-    up = wp.shape[0]
-    v = dict(up=up, ub=ub)
-    v["weights"] = ctx.const(wp.reshape(up // ub, ub, depth).transpose(0, 2, 1), "float", "weights",
-                             c_comment(w.label) + f" ({up // ub} blocks of {ub} units, interleaved per input)")
-    v["bias"] = None if b is None else ctx.const(
-        _pad_rows(b.data.reshape(-1).astype(np.float32), ub), "float", "bias", c_comment(b.label))
+    """Weights [units][depth] as blocks of FC_UNITS units, each [depth][FC_UNITS], then the
+    remaining units % FC_UNITS as one block [depth][rest] (no padding)."""
+    wd = w.data.reshape(units, depth).astype(np.float32)
+    main = units - units % FC_UNITS
+    parts = [wd[:main].reshape(main // FC_UNITS, FC_UNITS, depth).transpose(0, 2, 1).reshape(-1),
+             wd[main:].T.reshape(-1)]
+    v = dict(main=main, ub=FC_UNITS, rest=units - main)
+    v["weights"] = ctx.const(np.concatenate(parts), "float", "weights", c_comment(w.label) + (
+        f" (blocks of {FC_UNITS} units, then {units - main}, interleaved per input)"))
+    v["bias"] = None if b is None else ctx.tensor_const(b, "bias")
     return v
 
 
