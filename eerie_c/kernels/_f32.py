@@ -2,8 +2,8 @@
 constants (conv.py, depthwise.py and fully_connected.py call these for float inputs).
 
 The kernels keep blocks of outputs in registers (several output pixels x 4 output channels for
-a conv, 16 units for a fully connected layer, 4 output pixels of a row x 2 channels for a depthwise
-conv) and accumulate with EERIE_FMAF (templates/helpers/fma_f32.c.j2: one VFMA on an FPv4 /
+a conv, 16 units for a fully connected layer, 2 x 4 output pixels of one channel for a
+depthwise conv) and accumulate with EERIE_FMAF (templates/helpers/fma_f32.c.j2: one VFMA on an FPv4 /
 FPv5 core). The weights are re-laid out here so that the inner loop reads them in order: a
 conv's as [out_c / 4][kh][kw][in_c][4], a fully connected layer's as
 [units / 16][depth][16] then [depth][units % 16]; a conv's output channels are zero-padded
@@ -23,8 +23,9 @@ CONV_PX = 5      # output pixels per conv block (the interior path): 5 x 4 accum
                  # instructions per MAC over its convolutions)
 FC_UNITS = 16    # units per fully connected block: the weights are loaded one at a time
                  # between the multiply-adds, so 16 accumulators leave registers free
-DW_CH = 2        # channels per depthwise block (depth multiplier 1)
-DW_PX = 4        # output pixels of one row per depthwise block
+DW_ROWS = 2      # output rows per depthwise block
+DW_PX = 4        # output columns per depthwise block: 2 x 4 accumulators and a channel's
+                 # kh x kw weights (9 for 3x3) stay in registers
 
 
 def _pad_rows(a: np.ndarray, n: int) -> np.ndarray:
@@ -61,51 +62,48 @@ def fc_vars(ctx, w, b, units: int, depth: int) -> dict:
     return v
 
 
-def _columns(win, in_w: int, n: int, ix0: int | None) -> list[tuple[int, list[tuple[int, int]]]]:
-    """The input columns j (relative to the first pixel's window start) that n horizontally
-    adjacent output pixels read, each with its users (pixel p, tap kx): p * sw + kx * dw = j.
-    With ix0 (the first window's start column, known at compile time) columns outside the
-    image are left out; ix0 None: the group lies inside the image."""
-    span = (n - 1) * win.sw + (win.kw - 1) * win.dw + 1
-    cols = []
-    for j in range(span):
-        if ix0 is not None and not 0 <= ix0 + j < in_w:
+def _taps(n: int, k: int, stride: int, dil: int, size: int, first: int | None):
+    """Along one axis, the input positions i (relative to the first output's window start)
+    that n adjacent outputs read, each with its users (output p, tap t): p * stride + t * dil
+    = i. With `first` (the first window's start, known at compile time) positions outside
+    [0, size) are left out; first None: the whole group lies inside the image."""
+    taps = []
+    for i in range((n - 1) * stride + (k - 1) * dil + 1):
+        if first is not None and not 0 <= first + i < size:
             continue
-        users = [(p, kx) for p in range(n) for kx in range(win.kw) if p * win.sw + kx * win.dw == j]
+        users = [(p, t) for p in range(n) for t in range(k) if p * stride + t * dil == i]
         if users:
-            cols.append((j, users))
-    return cols
+            taps.append((i, users))
+    return taps
 
 
-def depthwise_segments(win, in_w: int) -> list[dict]:
-    """How one output row is split into groups of up to DW_PX pixels: the columns whose windows
-    lie inside the image in a loop over ox (when it has at least two groups), every other
-    group at a fixed ox with its in-image columns known at compile time (no bounds tests)."""
-    lo, hi = 0, 0
-    for ox in range(win.out_w):   # the interior columns: contiguous (see conv._interior_range)
-        ix = ox * win.sw - win.pad_l
-        if ix >= 0 and ix + (win.kw - 1) * win.dw < in_w:
-            lo, hi = (ox, ox + 1) if hi == 0 else (lo, ox + 1)
-    segs, loop_n = [], (hi - lo) // DW_PX if hi - lo >= 2 * DW_PX else 0
+def _segments(out: int, k: int, stride: int, dil: int, pad: int, size: int, group: int) -> list[dict]:
+    """One axis of the output split into groups of up to `group` outputs: those whose windows
+    lie inside the image in a loop (when it has at least two groups), every other group at a
+    fixed position with its in-image taps known at compile time (no bounds tests)."""
+    inside = [o for o in range(out) if o * stride - pad >= 0 and o * stride - pad + (k - 1) * dil < size]
+    lo, hi = (inside[0], inside[-1] + 1) if inside else (0, 0)   # contiguous
+    loop_n = (hi - lo) // group if hi - lo >= 2 * group else 0
+    segs = []
 
     def fixed(a, b):
-        for ox in range(a, b, DW_PX):
-            n = min(DW_PX, b - ox)
-            segs.append(dict(loop=False, ox=ox, n=n, cols=_columns(win, in_w, n, ox * win.sw - win.pad_l)))
+        for o in range(a, b, group):
+            n = min(group, b - o)
+            segs.append(dict(loop=False, start=o, n=n, taps=_taps(n, k, stride, dil, size, o * stride - pad)))
     if loop_n:
         fixed(0, lo)
-        segs.append(dict(loop=True, ox=lo, end=lo + loop_n * DW_PX, n=DW_PX, cols=_columns(win, in_w, DW_PX, None)))
-        fixed(lo + loop_n * DW_PX, win.out_w)
+        segs.append(dict(loop=True, start=lo, end=lo + loop_n * group, n=group,
+                         taps=_taps(group, k, stride, dil, size, None)))
+        fixed(lo + loop_n * group, out)
     else:
-        fixed(0, win.out_w)
+        fixed(0, out)
     return segs
 
 
-def depthwise_vars(ctx, w, b, win, in_w: int, out_c: int, mult: int) -> dict:
-    """Template variables of depthwise_f32.c.j2: the row's pixel groups, the channels per
-    block (2 with depth multiplier 1, else 1), the weights as TFLite lays them out
-    ([kh][kw][out_c]: one tap's channels are adjacent) and the bias."""
-    cg = DW_CH if mult == 1 else 1
-    return dict(segments=depthwise_segments(win, in_w), cg=cg, c_main=out_c - out_c % cg,
+def depthwise_vars(ctx, w, b, win, in_h: int, in_w: int) -> dict:
+    """Template variables of depthwise_f32.c.j2: the output rows and columns as groups
+    (_segments), the weights as TFLite lays them out ([kh][kw][out_c]) and the bias."""
+    return dict(rows=_segments(win.out_h, win.kh, win.sh, win.dh, win.pad_t, in_h, DW_ROWS),
+                cols=_segments(win.out_w, win.kw, win.sw, win.dw, win.pad_l, in_w, DW_PX),
                 weights=ctx.tensor_const(w, "weights"),
                 bias=None if b is None else ctx.tensor_const(b, "bias"))

@@ -76,7 +76,7 @@ def lower_depthwise_conv2d(op, g, ctx):
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     scratch = 0
     if x.dtype == "float32":
-        v.update(depthwise_f32_vars(ctx, w, b, win, in_w, out_c, mult))
+        v.update(depthwise_f32_vars(ctx, w, b, win, in_h, in_w))
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/depthwise_f32.c.j2", **v)
         helpers = {"fma_f32"}

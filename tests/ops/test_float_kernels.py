@@ -1,7 +1,7 @@
 """The register-blocked float32 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels
 (kernels/_f32.py) vs TFLM, on the shapes that exercise their blocks: pixel groups of a conv
 that cross rows and batches or meet the border, output channels and units that do not fill a
-block, depthwise rows with a loop over interior groups and fixed border groups, odd channels,
+block, depthwise blocks of rows x columns in loops over interior groups and at fixed border groups,
 depth multipliers, strides, dilation, batches. On the host (a multiply then an add) and in
 QEMU on mps2-an386 (Cortex-M4F, FPv4) and mps2-an500 (Cortex-M7, FPv5), where the kernels
 use VFMA; the disassembly check makes sure they do, and the board runs check the stack bound.
@@ -38,14 +38,15 @@ CONV = [
 
 DEPTHWISE = [
     # in_shape, mult, kernel, stride, padding, dilation
-    ((1, 6, 5, 64), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # DS-CNN: 4 + 1 fixed pixels per row
-    ((2, 5, 17, 3), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # loop over interior groups, odd channels
-    ((1, 7, 23, 4), 1, (3, 3), (2, 2), "SAME", (1, 1)),    # loop with stride 2
-    ((1, 6, 20, 2), 1, (3, 3), (1, 1), "VALID", (2, 2)),   # loop with dilation 2
+    ((1, 6, 5, 64), 1, (3, 3), (1, 1), "SAME", (1, 1)),    # DS-CNN-like: fixed groups only
+    ((2, 13, 17, 3), 1, (3, 3), (1, 1), "SAME", (1, 1)),   # loops over rows and columns, batch 2
+    ((1, 19, 23, 4), 1, (3, 3), (2, 2), "SAME", (1, 1)),   # loops with stride 2
+    ((1, 16, 20, 2), 1, (3, 3), (1, 1), "VALID", (2, 2)),  # dilation 2, everything inside
     ((1, 9, 21, 5), 1, (5, 3), (1, 3), "SAME", (2, 1)),    # tall kernel, row dilation, stride 3
-    ((1, 5, 13, 3), 2, (3, 3), (1, 1), "SAME", (1, 1)),    # depth multiplier: one channel per block
+    ((1, 12, 13, 3), 2, (3, 3), (1, 1), "SAME", (1, 1)),   # depth multiplier 2
     ((2, 4, 11, 2), 3, (2, 4), (2, 1), "SAME", (1, 1)),    # even kernel, asymmetric padding
     ((1, 3, 3, 3), 1, (5, 5), (1, 1), "SAME", (1, 1)),     # kernel larger than the image
+    ((1, 14, 9, 3), 1, (3, 5), (2, 1), "SAME", (1, 2)),    # row loop, stride 2, column dilation
 ]
 
 FC = [
@@ -103,8 +104,9 @@ def test_f32_special_values(tmp_path):
     assert_matches_tflm(model, [x], tmp_path)
     model, shape = dw_case(DEPTHWISE[1], act="NONE")
     x = random_inputs(list(shape), "float32", 1, seed=6)
-    x[0, 0, 2, 9, 1] = -np.inf
-    x[0, 1, 3, 0, 2] = np.nan
+    x[0, 0, 2, 9, 1] = -np.inf     # inside a column loop group
+    x[0, 1, 6, 0, 2] = np.nan      # in a row loop group, at the left border
+    x[0, 1, 12, 16, 0] = np.inf    # bottom right corner
     assert_matches_tflm(model, [x], tmp_path)
 
 
@@ -127,7 +129,7 @@ def test_f32_kernels_use_vfma(tmp_path, target):
 
 
 BOARD_CASES = [("conv", CONV[0]), ("conv", CONV[3]), ("conv", CONV[4]), ("conv", CONV[6]),
-               ("dw", DEPTHWISE[0]), ("dw", DEPTHWISE[1]), ("dw", DEPTHWISE[4]), ("dw", DEPTHWISE[5]),
+               ("dw", DEPTHWISE[0]), ("dw", DEPTHWISE[1]), ("dw", DEPTHWISE[4]), ("dw", DEPTHWISE[5]), ("dw", DEPTHWISE[8]),
                ("fc", FC[1]), ("fc", FC[3])]
 
 
