@@ -34,13 +34,23 @@ def _pad_rows(a: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([a, np.zeros((extra, *a.shape[1:]), a.dtype)]) if extra else a
 
 
-def conv_vars(ctx, w, b, out_c: int) -> dict:
-    """Weights [out_c][kh][kw][in_c] as [ocp / 4][kh][kw][in_c][4], the bias padded to ocp."""
+def _inside(out: int, k: int, stride: int, dil: int, pad: int, size: int) -> list[int]:
+    """The outputs along one axis whose windows lie inside [0, size) (contiguous)."""
+    return [o for o in range(out) if o * stride - pad >= 0 and o * stride - pad + (k - 1) * dil < size]
+
+
+def conv_vars(ctx, w, b, win, in_h: int, in_w: int, out_c: int) -> dict:
+    """Weights [out_c][kh][kw][in_c] as [ocp / 4][kh][kw][in_c][4], the bias padded to ocp;
+    the columns whose windows lie inside the image's (from w_lo, w_groups groups of CONV_PX)
+    and whether every row's do (rows_inside)."""
     k = int(np.prod(w.shape[1:]))
     wp = _pad_rows(w.data.reshape(out_c, k).astype(np.float32), CONV_OC)
     ocp = wp.shape[0]
     blocked = wp.reshape(ocp // CONV_OC, CONV_OC, k).transpose(0, 2, 1)
-    v = dict(ocp=ocp, ob=CONV_OC, px=CONV_PX)
+    cols = _inside(win.out_w, win.kw, win.sw, win.dw, win.pad_l, in_w)
+    rows = _inside(win.out_h, win.kh, win.sh, win.dh, win.pad_t, in_h)
+    v = dict(ocp=ocp, ob=CONV_OC, px=CONV_PX, w_lo=cols[0] if cols else 0,
+             w_groups=len(cols) // CONV_PX, rows_inside=len(rows) == win.out_h)
     v["weights"] = ctx.const(blocked, "float", "weights", c_comment(w.label) + (
         f" ({ocp // CONV_OC} blocks of {CONV_OC} output channels, interleaved per tap)"))
     v["bias"] = None if b is None else ctx.const(
@@ -81,7 +91,7 @@ def _segments(out: int, k: int, stride: int, dil: int, pad: int, size: int, grou
     """One axis of the output split into groups of up to `group` outputs: those whose windows
     lie inside the image in a loop (when it has at least two groups), every other group at a
     fixed position with its in-image taps known at compile time (no bounds tests)."""
-    inside = [o for o in range(out) if o * stride - pad >= 0 and o * stride - pad + (k - 1) * dil < size]
+    inside = _inside(out, k, stride, dil, pad, size)
     lo, hi = (inside[0], inside[-1] + 1) if inside else (0, 0)   # contiguous
     loop_n = (hi - lo) // group if hi - lo >= 2 * group else 0
     segs = []

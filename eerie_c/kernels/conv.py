@@ -260,7 +260,7 @@ def lower_conv2d(op, g, ctx):
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win)
     scratch = 0
     if x.dtype == "float32":
-        v.update(conv_f32_vars(ctx, w, b, out_c))
+        v.update(conv_f32_vars(ctx, w, b, win, in_h, in_w, out_c))
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}

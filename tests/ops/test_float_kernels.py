@@ -1,11 +1,12 @@
 """The register-blocked float32 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels
 (kernels/_f32.py) vs TFLM, on the shapes that exercise their blocks: pixel groups of a conv
-that cross rows and batches or meet the border, output channels and units that do not fill a
-block, depthwise blocks of rows x columns in loops over interior groups and at fixed border groups,
-depth multipliers, strides, dilation, batches. On the host (a multiply then an add) and in
-QEMU on mps2-an386 (Cortex-M4F, FPv4) and mps2-an500 (Cortex-M7, FPv5), where the kernels
-use VFMA; the disassembly check makes sure they do, and the board runs check the stack bound.
-The float comparison is conftest.assert_float_close (per element, 1e-5 relative)."""
+across rows and batches (no padding) or within each row's interior columns, pixels alone at
+the border, output channels and units that do not fill a block, depthwise blocks of rows x
+columns in loops over interior groups and at fixed border groups, odd channels, depth
+multipliers, strides, dilation, batches. On the host (a multiply then an add) and in QEMU on
+mps2-an386 (Cortex-M4F, FPv4) and mps2-an500 (Cortex-M7, FPv5), where the kernels use VFMA;
+the disassembly check makes sure they do, and the board runs check the stack bound. The
+float comparison is conftest.assert_float_close (per element, 1e-5 relative)."""
 from __future__ import annotations
 
 import subprocess
@@ -34,6 +35,8 @@ CONV = [
     ((1, 8, 9, 4), 4, (2, 3), (1, 2), "VALID", (3, 1)),    # vertical dilation, all interior
     ((1, 14, 6, 1), 8, (10, 4), (2, 2), "SAME", (1, 1)),   # KWS-like first layer: mostly border
     ((1, 2, 2, 3), 3, (5, 5), (1, 1), "SAME", (1, 1)),     # no interior at all
+    ((2, 4, 12, 3), 5, (1, 3), (1, 1), "SAME", (1, 1)),    # padding left and right only: every row
+    ((1, 3, 7, 2), 6, (1, 1), (1, 1), "VALID", (1, 1)),    # no padding, 21 pixels: 4 groups + 1
 ]
 
 DEPTHWISE = [
@@ -128,7 +131,7 @@ def test_f32_kernels_use_vfma(tmp_path, target):
         assert "fmaf" not in dis and "vmul.f32" not in dis
 
 
-BOARD_CASES = [("conv", CONV[0]), ("conv", CONV[3]), ("conv", CONV[4]), ("conv", CONV[6]),
+BOARD_CASES = [("conv", CONV[0]), ("conv", CONV[3]), ("conv", CONV[4]), ("conv", CONV[6]), ("conv", CONV[8]),
                ("dw", DEPTHWISE[0]), ("dw", DEPTHWISE[1]), ("dw", DEPTHWISE[4]), ("dw", DEPTHWISE[5]), ("dw", DEPTHWISE[8]),
                ("fc", FC[1]), ("fc", FC[3])]
 
