@@ -29,6 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from eerie_c.api import compile_model  # noqa: E402
+
+PATCH = "off"   # --patch
 from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
@@ -77,7 +79,7 @@ def measure(path: Path, board) -> tuple[list[dict], list[int], list]:
     """(report ops, instructions per layer, kernel inner loop per layer)."""
     with tempfile.TemporaryDirectory(prefix="eerie-prof-") as tmp:
         out = Path(tmp) / "fw"
-        res = compile_model(path, out_dir=out, board=board.name, name="m")
+        res = compile_model(path, out_dir=out, board=board.name, name="m", patch=PATCH)
         ops = res.report["ops"]
         loops = kernel_loops(out, "m", ops)
         src = (out / "m.c").read_text()
@@ -126,7 +128,11 @@ def main(argv=None) -> int:
     ap.add_argument("model")
     ap.add_argument("--board", default="mps2-an386")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (for bench/results.md)")
+    ap.add_argument("--patch", choices=("off", "auto"), default="off",
+                    help="patch-based execution of the first layers (eerie-c --patch)")
     args = ap.parse_args(argv)
+    global PATCH
+    PATCH = args.patch
     path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
     board = get_board(args.board)
     ops, layers, loops = measure(path, board)
