@@ -27,6 +27,7 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
                    zero_channels)
 from ._conv_rules import folded_bias, pointwise_inplace
+from ._f32 import conv_vars as conv_f32_vars
 from ._mve import has_mve, lower_conv2d_mve
 from ._rv import gemm_vars, has_rv
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
@@ -282,11 +283,10 @@ def lower_conv2d(op, g, ctx):
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win)
     scratch = 0
     if x.dtype == "float32":
-        v["weights"] = ctx.tensor_const(w, "weights")
-        v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        v.update(conv_f32_vars(ctx, w, b, win, in_h, in_w, out_c))
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
-        helpers = set()
+        helpers = {"fma_f32"}
     else:
         if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)

@@ -16,6 +16,7 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to,
                    zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._f32 import fc_vars as fc_f32_vars
 from ._fc_formats import choose, encode_s8
 from ._mve import has_mve, lower_fc_mve
 from ._rv import gemm_vars, has_rv
@@ -85,11 +86,10 @@ def lower_fully_connected(op, g, ctx):
     act = op.attrs.get("fused_activation_function", "NONE")
     ctx_vars = dict(batches=batches, units=units, depth=depth)
     if x.dtype == "float32":
-        ctx_vars["weights"] = ctx.tensor_const(w, "weights")
-        ctx_vars["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        ctx_vars.update(fc_f32_vars(ctx, w, b, units, depth))
         ctx_vars["act_min"], ctx_vars["act_max"] = activation_range_float(act)
         body = render("kernels/fully_connected_f32.c.j2", **ctx_vars)
-        helpers = set()
+        helpers = {"fma_f32"}
     else:
         wdata = w.data.astype(np.int64)
         bias = b.data.astype(np.int64) if b is not None else np.zeros(units, np.int64)
