@@ -28,7 +28,9 @@ MACS = {"smlad": 2, "smladx": 2, "smuad": 2, "smuadx": 2, "smlald": 2, "smlaldx"
         "mla": 1, "mls": 1, "mul": 1, "muls": 1, "smlal": 1,
         "vmla.f32": 1, "vfma.f32": 1, "vmls.f32": 1}
 _MVE_LANES = {"8": 16, "16": 8, "32": 4}
-_MVE_MAC = re.compile(r"^v(?:mladava?x?|mlava?|mla|mlas|fma)\.[su]?(?:f)?(8|16|32)$")
+# (objdump prints VMLADAVA.S8 as its alias vmlava.s8; VMUL.I32 of two vectors is the multiply
+# half of the depthwise kernel's multiply-accumulate, MVE having no vector-by-vector VMLA)
+_MVE_MAC = re.compile(r"^v(?:mladava?x?|mlava?|mla|mlas|fma|mul)\.[sui]?(?:f)?(8|16|32)$")
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _SYMBOL = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
@@ -83,9 +85,20 @@ class Loop:
 def disassemble(elf: Path, objdump: str = "arm-none-eabi-objdump") -> list[Insn]:
     """Every instruction of the ELF's code with its function and, inside the entry
     function, the call line it was inlined from (objdump -d -l --inlines)."""
-    out = subprocess.run([objdump, "-d", "-l", "--inlines", "--no-show-raw-insn", str(elf)],
+    out = subprocess.run([objdump, "-d", "-l", "--inlines", "--no-show-raw-insn",
+                          *machine_flags(elf, objdump), str(elf)],
                          capture_output=True, text=True, check=True).stdout
     return parse_objdump(out)
+
+
+def machine_flags(elf: Path, objdump: str = "arm-none-eabi-objdump") -> list[str]:
+    """objdump's architecture option for a Helium (MVE) ELF: without it binutils 2.40 decodes
+    MVE instructions as coprocessor ones (ldc, cdp, stc), so no VMLADAVA would be counted."""
+    readelf = objdump.replace("objdump", "readelf")
+    if readelf == objdump:
+        return []
+    attrs = subprocess.run([readelf, "-A", str(elf)], capture_output=True, text=True).stdout
+    return ["-marmv8.1-m.main"] if "Tag_MVE_arch: MVE" in attrs else []
 
 
 def parse_objdump(out: str) -> list[Insn]:

@@ -29,6 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from eerie_c.api import compile_model  # noqa: E402
+
+PATCH = "off"   # --patch
 from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
@@ -60,9 +62,12 @@ REPORT = """
 """
 
 
-def kernel_loops(out: Path, name: str, ops: list[dict]) -> list[inner_loops.Loop | None]:
+def kernel_loops(out: Path, name: str, ops: list[dict], board=None) -> list[inner_loops.Loop | None]:
     """Per op, the innermost loop of its kernel (inner_loops.main_loop), from a -g build of
-    the project in `out` (the code is the same as without -g)."""
+    the project in `out` (the code is the same as without -g). inner_loops reads Arm code
+    only: on other boards (RISC-V) the loop columns stay empty."""
+    if board is not None and board.family != "arm":
+        return [None] * len(ops)
     var = f"{name.upper()}_CFLAGS"
     flags = re.search(rf"^{var} := (.*)$", (out / f"{name}.mk").read_text(), re.M).group(1)
     run_cmd(["make", "--no-print-directory", "-B", f"{var}={flags} -g", f"{name}.elf"], out, "-g build")
@@ -77,9 +82,9 @@ def measure(path: Path, board) -> tuple[list[dict], list[int], list]:
     """(report ops, instructions per layer, kernel inner loop per layer)."""
     with tempfile.TemporaryDirectory(prefix="eerie-prof-") as tmp:
         out = Path(tmp) / "fw"
-        res = compile_model(path, out_dir=out, board=board.name, name="m")
+        res = compile_model(path, out_dir=out, board=board.name, name="m", patch=PATCH)
         ops = res.report["ops"]
-        loops = kernel_loops(out, "m", ops)
+        loops = kernel_loops(out, "m", ops, board)
         src = (out / "m.c").read_text()
         n = src.count("EERIE_LAYER_BARRIER();")
         marker = "/* ---- layers ---- */"
@@ -126,7 +131,11 @@ def main(argv=None) -> int:
     ap.add_argument("model")
     ap.add_argument("--board", default="mps2-an386")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (for bench/results.md)")
+    ap.add_argument("--patch", choices=("off", "auto"), default="off",
+                    help="patch-based execution of the first layers (eerie-c --patch)")
     args = ap.parse_args(argv)
+    global PATCH
+    PATCH = args.patch
     path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
     board = get_board(args.board)
     ops, layers, loops = measure(path, board)

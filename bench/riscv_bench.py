@@ -12,8 +12,10 @@ the same model also runs on mps2-an386 (Cortex-M4, DSP kernels) for comparison.
     python3 bench/riscv_bench.py                        # the four int8 models on riscv-virt
     python3 bench/riscv_bench.py --models kws_ref_model --target riscv32imac --arm
 
-Measurement only: nothing here asserts a speed. The kernels are the portable C ones (no RISC-V
-specific kernels yet), so these are the figures a RISC-V kernel family has to beat.
+Measurement only: nothing here asserts a speed. int8 CONV_2D and FULLY_CONNECTED use the RISC-V
+GEMM kernels (eerie_c/kernels/_rv.py), the other ops the portable C ones; bench/riscv_results.md
+has the table with the figures before those kernels, and per-layer counts
+(bench/profile_layers.py MODEL --board riscv-virt).
 """
 from __future__ import annotations
 

@@ -70,6 +70,7 @@ def _compile_parser() -> argparse.ArgumentParser:
                         "reports, no harness, start-up or linker script")
     _budget_args(p)
     _loop_arg(p)
+    _patch_args(p)
     p.add_argument("--report", action="store_true",
                    help="print a short summary of the report (memory, budgets, verification)")
     p.add_argument("--version", action="version", version=f"eerie-c {__version__}")
@@ -94,6 +95,19 @@ def _loop_arg(p: argparse.ArgumentParser):
                         "more makes NAME_invoke return 1")
 
 
+def _patch_args(p: argparse.ArgumentParser):
+    p.add_argument("--patch", choices=("auto", "off"), default="off",
+                   help="auto: run the first layers tile by tile (patch-based) when that makes "
+                        "the arena smaller; off (default): layer by layer")
+    p.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT",
+                   help="with --patch auto: most extra MACs from recomputed tile halos, in "
+                        "percent of the model's MACs (default 20)")
+
+
+def _patching(a) -> dict:
+    return {"patch": a.patch, "max_recompute": a.max_recompute}
+
+
 def _budgets(a) -> dict:
     from .budgets import parse_bytes
     return {"arena_budget": None if a.arena_budget is None else parse_bytes(a.arena_budget),
@@ -116,6 +130,7 @@ def _run_parser() -> argparse.ArgumentParser:
                         "included) and memory.svg/.png")
     _budget_args(p)
     _loop_arg(p)
+    _patch_args(p)
     return p
 
 
@@ -137,7 +152,7 @@ def cmd_compile(argv):
     if a.sources_only:
         return _sources_only(a, name, out)
     res = compile_model(a.model, out, target=a.target, name=name, board=a.board,
-                        max_iterations=a.max_iterations, **_budgets(a))
+                        max_iterations=a.max_iterations, **_budgets(a), **_patching(a))
     r = res.report
     if a.board:
         print(f"eerie-c: wrote firmware project {out}/ for {r['board']} ({r['target']}): "
@@ -158,7 +173,7 @@ def _sources_only(a, name: str, out: str):
         raise EerieError("--sources-only writes the model's sources for your own firmware; "
                          "--board writes a whole firmware project: use one of them")
     res = compile_model(a.model, None, target=a.target, name=name,
-                        max_iterations=a.max_iterations, **_budgets(a))
+                        max_iterations=a.max_iterations, **_budgets(a), **_patching(a))
     files = {f: res.files[f] for f in (f"{name}.c", f"{name}.h", f"{name}.mk", f"{name}.cmake")}
     files[f"{name}_README.md"] = _drop_in_readme(res)
     write_files(Path(out), files)
@@ -208,7 +223,7 @@ def cmd_run(argv):
     arrays = [_load_npy(p) for p in a.input]
     outputs, report = run_model(a.model, arrays, target=a.target, out_dir=a.out, name=a.name,
                                 board=a.board, timeout=a.timeout, max_iterations=a.max_iterations,
-                                **_budgets(a))
+                                **_budgets(a), **_patching(a))
     if a.output and len(a.output) != len(outputs):
         raise EerieError(f"the model has {len(outputs)} output(s) but {len(a.output)} --output paths were given")
     for k, o in enumerate(outputs):

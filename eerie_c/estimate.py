@@ -13,10 +13,12 @@ on examples/tiny_conv.tflite (M0 31.2 vs M3 22.7 instructions per MAC in its con
 over the model). Kernels the fit has not seen get their family's generic cost, so treat those
 rows as rough. The host target (whatever the host compiler makes of the C) has no estimate.
 
-RISC-V (family "rv32", every riscv* target: the portable C kernels, whose int8 code is the same
-with or without C/A/F): fitted the same way to per-layer minstret counts of the same six
-models on riscv-virt (RV32IMAFC), per layer within 0.67-2.0x (a model's first convolution is
-the 2x outlier), whole models within 10%; float with the FPU from ResNet-8 and ad01_fp32; soft
+RISC-V (family "rv32", every riscv* target, whose int8 code is the same with or without
+C/A/F): fitted the same way to per-layer minstret counts of the same six models on riscv-virt
+(RV32IMAFC), per layer within 0.67-2.0x (a model's first convolution is the 2x outlier), whole
+models within 10%; int8 CONV_2D, CONV_2D_ADD and FULLY_CONNECTED refitted for the RISC-V GEMM
+kernels (kernels/_rv.py) on the four int8 models, per layer within 0.55-1.04x (the small
+FULLY_CONNECTED layers are the low end); float with the FPU from ResNet-8 and ad01_fp32; soft
 float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
 only, so other float kernels in soft float are rough.
 """
@@ -53,8 +55,8 @@ COSTS = {
                      "SOFTMAX": (0, 1400, 0, 700)},
 }
 COSTS.update({
-    ("rv32", False): {"CONV_2D": (7.17, 71, 0, 200), "CONV_2D_ADD": (6.78, 188, 0, 200),
-                      "DEPTHWISE_CONV_2D": (21.2, 0, 0, 200), "FULLY_CONNECTED": (7.01, 31, 0, 150),
+    ("rv32", False): {"CONV_2D": (3.05, 27, 0, 200), "CONV_2D_ADD": (3.03, 135, 0, 200),
+                      "DEPTHWISE_CONV_2D": (21.2, 0, 0, 200), "FULLY_CONNECTED": (3.74, 21.5, 0, 150),
                       "AVERAGE_POOL_2D": (0, 0, 4.7, 150), "SOFTMAX": (0, 93, 0, 700)},
     ("rv32f", True): {"CONV_2D": (6.25, 90, 0, 200), "FULLY_CONNECTED": (7.0, 12, 0, 150),
                       "ADD": (0, 0, 5.9, 150), "AVERAGE_POOL_2D": (0, 0, 4.7, 150),

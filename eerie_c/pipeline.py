@@ -4,7 +4,6 @@ C emission -> verification of the C, then the report, and with a board the firmw
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,9 +13,13 @@ from .emit.c import io_info
 from .frontend import load_model
 from .ir import Graph, verify_graph
 from .kernels import const_bytes, lower_graph
+from .kernels._patch import lower_patch_stage
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
+from .plan.patch_choice import choose_patches, collapse, placed_overlap
+from .plan.patch_proof import prove_patches
+from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
@@ -40,16 +43,25 @@ class CompileResult:
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
-                  inputs_in_arena: bool = False, picture: bool = False,
-                  optimize: str = "balanced") -> CompileResult:
+                  inputs_in_arena: bool = False, before_verify=None, patch: str = "off",
+                  max_recompute: float = 20.0, optimize: str = "balanced") -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
-    a worst-case stack bound from the target compiler's own frame sizes. picture: the
-    memory-plan picture will be wanted (report_files), so start drawing it now."""
+    a worst-case stack bound from the target compiler's own frame sizes. before_verify:
+    called with the result so far (files and arena known, nothing verified) as the
+    verification starts; what it returns is kept in the result's extra["before_verify"].
+    patch: "auto" lets the planner run a prefix of the graph tile by tile when that makes the
+    arena smaller, recomputing at most max_recompute percent of the model's MACs in halos
+    (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments)."""
+    forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
+    if forced is None and patch not in ("auto", "off"):
+        raise EerieError(f"--patch must be auto or off, not {patch!r}")
+    if not 0 <= max_recompute <= 1000:
+        raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
-        lowered, ctx = lower_graph(g, target, optimize)
+        lowered, ctx = lower_graph(g, target, optimize=optimize)
     step_of = {id(op): k for k, op in enumerate(g.ops)}
     scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
     with stage("memory plan and its proof"):
@@ -58,9 +70,23 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         in_arena = bool(inputs_in_arena and not getattr(g, "dynamic_batch", None)
                         and getattr(g, "dynamic_dims", None) is None)
         plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
+        patching = None
+        if patch != "off" and not getattr(g, "dynamic_batch", None) \
+                and getattr(g, "dynamic_dims", None) is None:
+            chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
+                                             int(sum(low.macs for low in lowered)), forced)
+            if chosen is not None:   # the prefix becomes one op, lowered and planned again
+                g = collapse(g, chosen)
+                lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)
+                step_of = {id(op): k for k, op in enumerate(g.ops)}
+                scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes)
+                           for low in lowered if low.scratch_bytes}
+                plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
+                patching["chosen"]["output_over_input_bytes"] = placed_overlap(g, plan, chosen)
         flash_consts = sum(const_bytes(c) for c in ctx.consts)
         check_limits(name, tgt, plan.arena_bytes, flash_consts, plan.state_bytes)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
+        patch_proof = prove_patches(g, plan, {n: s for s, (n, _) in scratch.items()})
         verify_graph(g, "planning")
     with stage("C emission"):
         files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
@@ -74,17 +100,18 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "inputs": _io_report(g, g.inputs, plan), "outputs": _io_report(g, g.outputs, plan),
         "ops": [_op_report(g, low, plan, step_of[id(low.op)]) for low in lowered],
         "memory_plan": memory_map(g, plan),
-        "verified": [proof],
+        "verified": [proof] + ([patch_proof] if patch_proof else []),
     }
+    report["patches"] = patching or {"mode": patch, "chosen": None}
     if g.quantized_from:   # a PT2E program: int8 / float ops and its float islands
         from .passes.fold_qdq import quantization_report
         report["quantization"] = quantization_report(g)
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
-    if picture:   # drawn by a child process (another core) during the verification
-        from .plan.picture import start_drawing
-        start_drawing(report["memory_plan"], name)
+    early = None
+    if before_verify is not None:   # e.g. the firmware's other compiles (firmware_early.py)
+        early = before_verify(CompileResult(name, target, files, {"arena_bytes": plan.arena_bytes}, g))
     with stage(f"verification: C source proof, stack bound with {tgt.cc}"):
         checks, figures = verify_generated(name, files, tgt)
     report["verified"] += checks
@@ -105,6 +132,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         report["verified"].append(budgets)
     res = CompileResult(name, target, files, report, g)
     res.extra["plan"] = plan
+    if early is not None:
+        res.extra["before_verify"] = early
     return res
 
 
@@ -135,6 +164,7 @@ def _op_report(g, low, plan, step):
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
                   board=None, arena_budget: int | None = None, stack_budget: int | None = None,
                   max_iterations: int | None = None, inputs_in_arena: bool | None = None,
+                  patch: str = "off", max_recompute: float = 20.0,
                   optimize: str = "balanced") -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
@@ -142,11 +172,12 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     bounds loops whose trip count is not proved at compile time (TFLite WHILE, torch
     while_loop; a run that needs more returns 1 from NAME_invoke). inputs_in_arena (default:
     on with a board, off without) plans the inputs inside the arena, where the application
-    writes them through NAME_inputK_buffer() (docs/integration.md). optimize (balanced,
-    speed, size) is what layers with a choice of kernel or weight format trade between
-    instructions and flash (report.md shows each layer's choice)."""
+    writes them through NAME_inputK_buffer() (docs/integration.md). patch / max_recompute:
+    patch-based execution of the first layers (compile_graph). optimize (balanced, speed,
+    size): what layers with a choice of kernel or weight format trade between instructions and
+    flash (report.md shows each layer's choice)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena, picture=out_dir is not None,
+                                 max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute,
                                  optimize=optimize)
     return finish(res, brd, out_dir)
 
@@ -164,7 +195,8 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
-                      inputs_in_arena, picture: bool = False, optimize: str = "balanced"
+                      inputs_in_arena, patch: str = "off",
+                      max_recompute: float = 20.0, optimize: str = "balanced"
                       ) -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it
     for `target` (by default the board's, else the host). Returns the result and the Board
@@ -175,16 +207,35 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
     with stage(f"frontend: read {path.name}"):
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
-                        stack_budget=stack_budget, picture=picture, optimize=optimize,
-                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena)
+                        stack_budget=stack_budget, patch=patch, max_recompute=max_recompute,
+                        optimize=optimize,
+                        inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
+                        before_verify=None if brd is None else _firmware_early(brd))
     if getattr(g, "dynamic_dims", None) is not None:
         note_dynamic(res)
     return res, brd
 
 
+def _firmware_early(brd):
+    """before_verify for a board compile: start the firmware stack bound's compiles of the
+    sources other than the model, to run beside the verification (firmware_early.py)."""
+    def start(partial: CompileResult):
+        from .toolchain import firmware_early
+        from .toolchain.firmware import firmware_files
+        if getattr(partial.graph, "dynamic_dims", None) is not None:
+            return None   # its project is made after the compile (dynamic_io.py)
+        try:
+            files = dict(partial.files)
+            merge_files(files, firmware_files(partial, brd), "firmware project")
+        except Exception:   # add_firmware reports it
+            return None
+        return firmware_early.start(files, partial.name)
+    return start
+
+
 def report_files(res: CompileResult) -> dict[str, str | bytes]:
     """report.json, report.md and the memory-plan picture (memory.svg, memory.png)."""
-    from .plan.picture import draw_memory_plan
+    from .plan.picture import memory_files
     from .report import render_markdown
     from .progress import note, stage
     mp = res.report["memory_plan"]
@@ -194,10 +245,8 @@ def report_files(res: CompileResult) -> dict[str, str | bytes]:
         "report.json": json.dumps(res.report, indent=2, sort_keys=True) + "\n",
         "report.md": render_markdown(res.report),
     }
-    with stage("report.md and the memory-plan picture (memory.svg, memory.png)"), \
-            tempfile.TemporaryDirectory(prefix="eerie-pic-") as tmp:
-        for p in draw_memory_plan(mp, res.name, Path(tmp)):
-            files[p.name] = p.read_bytes()
+    with stage("report.md and the memory-plan picture (memory.svg, memory.png)"):
+        files.update(memory_files(mp, res.name))
     return files
 
 
@@ -223,7 +272,7 @@ def add_firmware(res: CompileResult, brd) -> None:
         merge_files(res.files, firmware_files(res, brd), "firmware project")
     check_sources(res.files)   # make's stack/<stem>.o and implicit rules: no clashes
     with stage(f"firmware stack bound on {brd.name}"):
-        res.report.update(prove_firmware_stack(res, brd, res.files))
+        res.report.update(prove_firmware_stack(res, brd, res.files, res.extra.pop("before_verify", None)))
     b = res.report["budget"]
     record_board_budget(res.report, brd.name, {
         "flash_bytes": b["board_flash_bytes"], "flash_needed_bytes": b["flash_bytes"],

@@ -61,7 +61,7 @@ def note_lines(r: dict) -> list[str]:
 
 
 def render_markdown(r: dict) -> str:
-    from .report_sections import layer_rows, measurement_lines, quantization_lines
+    from .report_sections import layer_rows, measurement_lines, patch_lines, quantization_lines
     out = [f"# {r['name']}: eerie-c compile report", ""]
     out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
@@ -82,6 +82,7 @@ def render_markdown(r: dict) -> str:
                 "so more than the model's figures above.", "",
                 "| budget | used | available | headroom |", "|---|---:|---:|---:|"]
         out += [f"| {BUDGET_LABELS[a]} | {b} | {c} | {d} |" for a, b, c, d in budget]
+    out += patch_lines(r)
     out += measurement_lines(r)
     out += quantization_lines(r)
     out += note_lines(r)
@@ -111,6 +112,12 @@ def summary_text(r: dict) -> str:
                      + (f", {int(r['instructions']):,} measured" if _measured(r) else ""))
     from .report_sections import quantization_summary
     lines += quantization_summary(r)
+    ch = (r.get("patches") or {}).get("chosen")
+    if ch:
+        p = r["patches"]
+        lines.append(f"  patches: first {ch['layers']} layers in {ch['grid'][0]}x{ch['grid'][1]} tiles, arena "
+                     f"{_b(p['arena_bytes_before'])} -> {_b(p['arena_bytes_after'])}, "
+                     f"+{p.get('extra_macs_percent', 0)}% MACs")
     checks = r.get("verified", [])
     lines += [f"  normalised on load: {printable(n, 300)}" for n in r.get("notes", [])]
     lines.append("  verified: " + (", ".join(f"{v['check']} {'ok' if v.get('ok') else 'FAILED'}" for v in checks) or "-"))

@@ -104,3 +104,40 @@ def _short_source(src: str) -> str:
         return src
     name = m.group(1).replace("\\", "/").rsplit("/", 1)[-1]
     return f"{name}:{m.group(2)}" + (f" ({m.group(3)})" if m.group(3) else "")
+
+
+def patch_lines(r: dict) -> list[str]:
+    """The planner's patch-stage choice (plan/patch.py): prefix, grid, halo, extra MACs,
+    arena before and after; nothing when patches were off."""
+    p = r.get("patches") or {}
+    if p.get("mode") in (None, "off"):
+        return []
+    out = ["", "## Patch-based execution", ""]
+    ch = p.get("chosen")
+    if ch is None and not p.get("candidates"):
+        out.append("No patch stage: the graph does not start with two or more chained int8 CONV_2D / "
+                   "DEPTHWISE_CONV_2D layers whose outputs nothing else reads, or no grid keeps the "
+                   f"recomputed halos within {p.get('max_recompute_percent')}% of the model's MACs.")
+        return out
+    if ch is None:
+        out.append(f"No patch stage: none of the {len(p.get('candidates', []))} candidates within "
+                   f"{p.get('max_recompute_percent')}% extra MACs made the arena smaller than "
+                   f"{_b(p.get('arena_bytes_before'))} layer by layer.")
+        return out
+    out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
+            f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
+            f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block)",
+            f"- stage output over its input: {_b(ch.get('output_over_input_bytes', 0))} shared (no tile "
+            f"writes over input a later tile reads; proved byte by byte)",
+            f"- extra MACs from recomputed halos: {ch['extra_macs']:,} "
+            f"({p.get('extra_macs_percent')}% of the model's {p.get('model_macs_before', 0):,}; "
+            f"bound {p.get('max_recompute_percent')}%)",
+            f"- arena: {_b(p.get('arena_bytes_before'))} layer by layer, {_b(p.get('arena_bytes_after'))} with the stage",
+            "", "| layer | kind | output | largest region per tile (halo included) | patch buffer B | offset |",
+            "|---|---|---|---|---:|---:|"]
+    for lay in ch["per_layer"]:
+        buf = "-" if lay["buffer_bytes"] is None else f"{lay['buffer_bytes']:,}"
+        off = "-" if lay["buffer_offset"] is None else str(lay["buffer_offset"])
+        out.append(f"| {_cell(lay['layer'])} | {lay['kind']} | {_shape(lay['output'])} | "
+                   f"{lay['max_region'][0]}x{lay['max_region'][1]} | {buf} | {off} |")
+    return out

@@ -146,14 +146,28 @@ BOARD_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-nm", "a
                "make", "qemu-system-arm")
 INSTALL_HINT = ("apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make gcc "
                 "(.ci/setup does this)")
+# The same for the RISC-V boards (riscv-virt, sifive_e)
+RISCV_BOARD_TOOLS = ("riscv64-unknown-elf-gcc", "riscv64-unknown-elf-size", "riscv64-unknown-elf-nm",
+                     "riscv64-unknown-elf-objdump", "make", "qemu-system-riscv32")
+RISCV_INSTALL_HINT = ("apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf "
+                      "qemu-system-misc make (.ci/setup does this)")
 
 
-def require_tools(*tools: str) -> None:
+def require_tools(*tools: str, hint: str = INSTALL_HINT) -> None:
     """FAIL (never skip) when a tool is missing: a skipped toolchain test would let a broken
     build pass unnoticed on a machine that happens to lack the tool."""
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
-        pytest.fail(f"this test needs {', '.join(missing)} on PATH: {INSTALL_HINT}", pytrace=False)
+        pytest.fail(f"this test needs {', '.join(missing)} on PATH: {hint}", pytrace=False)
+
+
+def require_board_tools(board: str) -> None:
+    """The toolchain and QEMU of `board`'s architecture (a name or a board file)."""
+    from eerie_c.toolchain.boards import get_board
+    if get_board(board).family == "riscv":
+        require_tools(*RISCV_BOARD_TOOLS, hint=RISCV_INSTALL_HINT)
+    else:
+        require_tools(*BOARD_TOOLS)
 
 
 @pytest.fixture(scope="session")

@@ -73,3 +73,15 @@ def test_profile_tiny_conv_on_m4(capsys):
     cells = [c.strip() for c in conv[0]]
     assert int(cells[3].replace(",", "")) > 0            # instructions measured
     assert int(cells[8]) > 0 and float(cells[9]) > 0     # a MAC loop found in its kernel
+
+
+def test_profile_tiny_conv_on_m55_counts_helium_macs(capsys):
+    """On the M55 the conv kernel's loop is Helium code: objdump must decode it as MVE
+    (inner_loops.machine_flags), so VMLADAVA is seen doing 16 MACs."""
+    assert profile_layers.main([str(REPO / "examples" / "tiny_conv.tflite"), "--board", "mps3-an547",
+                                "--markdown"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("| ")]
+    conv = [[c.strip() for c in r.strip("|").split("|")] for r in rows[1:] if "| CONV_2D |" in r]
+    assert conv, out
+    assert int(conv[0][8]) % 16 == 0 and int(conv[0][8]) >= 16, out

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import have_tool, tflm_run
+from conftest import have_tool, require_board_tools, tflm_run
 from eerie_c.cli import COMMANDS as CLI_COMMANDS
 from tflite_builder import ModelBuilder
 
@@ -60,6 +60,19 @@ def test_run_npy_round_trip(models_dir, tmp_path):
     y = np.load(tmp_path / "y.npy")
     ref = tflm_run(models_dir / "ad01_int8.tflite", [x[None]])[0][0]
     np.testing.assert_array_equal(y, ref)
+
+
+def test_run_with_a_relative_output_directory(models_dir, tmp_path):
+    """`eerie-c run ... -o out` from the directory the user is in: the build and the run
+    happen inside `out`, so a relative path must not be taken relative to it again."""
+    x = np.random.default_rng(6).integers(-128, 128, size=(1, 640), dtype=np.int8)
+    np.save(tmp_path / "x.npy", x)
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--input", "x.npy", "--output", "y.npy",
+              "-o", "out", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out" / "report.json").is_file()
+    ref = tflm_run(models_dir / "ad01_int8.tflite", [x[None]])[0][0]
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref)
 
 
 def test_not_a_model(tmp_path):
@@ -317,16 +330,18 @@ def test_progress_default_quiet_verbose_on_a_terminal(models_dir, tmp_path):
     assert piped.returncode == 0 and piped.stderr == ""
 
 
-def test_progress_of_a_board_run(board_tools, models_dir, tmp_path):
+@pytest.mark.parametrize("board,cc", [("mps2-an386", "arm-none-eabi-gcc"), ("riscv-virt", "riscv64-unknown-elf-gcc")])
+def test_progress_of_a_board_run(models_dir, tmp_path, board, cc):
     """`run --board` reports the firmware build and the QEMU run too (and -v the measurement)."""
+    require_board_tools(board)
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((1, 640), np.int8))
-    args = ("run", models_dir / "ad01_int8.tflite", "--board", "mps2-an386", "--input", x)
+    args = ("run", models_dir / "ad01_int8.tflite", "--board", board, "--input", x)
     code, default = eerie_tty(*args)
     assert code == 0, default
     lines = _stages(default)
-    assert any("firmware build (make, arm-none-eabi-gcc) for mps2-an386" in ln for ln in lines), default
-    assert any("QEMU run on mps2-an386" in ln and "1 inference(s)" in ln for ln in lines), default
+    assert any(f"firmware build (make, {cc}) for {board}" in ln for ln in lines), default
+    assert any(f"QEMU run on {board}" in ln and "1 inference(s)" in ln for ln in lines), default
     code, verbose = eerie_tty("-v", *args)
     assert code == 0 and "instructions per inference (worst of 1)" in verbose, verbose
     code, quiet = eerie_tty("-q", *args)
@@ -348,14 +363,16 @@ def test_version():
     assert v.returncode == 0 and v.stdout.strip() == f"eerie-c {__version__}"
 
 
-def test_run_on_board_writes_report_md_with_the_measurements(board_tools, models_dir, tmp_path):
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_run_on_board_writes_report_md_with_the_measurements(models_dir, tmp_path, board):
     """`run --board -o DIR` leaves report.json, report.md and the picture, and report.md's
     figures are the measured ones in report.json."""
     from report_md import memory_rows, num
+    require_board_tools(board)
     x = tmp_path / "x.npy"
     np.save(x, np.random.default_rng(2).integers(-128, 128, size=(3, 1, 640), dtype=np.int8))
     out = tmp_path / "fw"
-    p = eerie("run", models_dir / "ad01_int8.tflite", "--board", "mps2-an386", "--input", x, "-o", out)
+    p = eerie("run", models_dir / "ad01_int8.tflite", "--board", board, "--input", x, "-o", out)
     assert p.returncode == 0, p.stderr
     for f in ("report.json", "report.md", "memory.svg", "memory.png", "ad01_int8.elf"):
         assert (out / f).is_file(), f

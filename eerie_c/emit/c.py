@@ -121,7 +121,8 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         out_shapes = " + ".join("x".join(map(str, g.t(o).shape)) for o in low.outputs)
         functions.append({"name": low.fn_name, "params": ", ".join(params) or "void",
                           "body": low.body.rstrip("\n"), "comment": low.comment,
-                          "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs})
+                          "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs,
+                          "noinline": low.noinline})
         calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index,
                       "indent": "    " * depth, "raw": None})
     ctx = {

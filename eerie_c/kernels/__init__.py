@@ -59,6 +59,10 @@ class Lowered:
     # last byte (in0 sits at the tail of a larger out0). The planner may then place them so
     # when in0 is read by no later op (plan/lifetimes.py); plan/proof.py checks that rule.
     inplace: bool | str = False
+    # Emitted out of line (noinline) rather than inlined into NAME_invoke: the Helium
+    # convolution's inline assembly needs all 8 even registers, which gcc 12 could not always
+    # find inside a large NAME_invoke ("impossible constraints"); in its own function it can
+    noinline: bool = False
     # Control flow (IF / WHILE markers): no function; the emitter writes these statements
     # into NAME_invoke itself. (depth change before, lines with {in0}.. for input pointers,
     # depth change after); `declares` names int locals of NAME_invoke (loop trip counters).
@@ -91,6 +95,9 @@ class KernelInfo:
 
 
 REGISTRY: dict[str, KernelInfo] = {}
+# The op the memory planner puts in place of a prefix it runs tile by tile (plan/patch.py);
+# not a model operator, so not in REGISTRY.
+PATCH_STAGE = "PATCH_STAGE"
 
 # Quantization schemes a dtype key can stand for (KernelInfo.schemes), explained by `eerie-c ops`.
 SCHEMES = {
@@ -219,6 +226,8 @@ def check_supported(g: Graph):
     problems: dict[str, list[str]] = {}
     quant: dict[str, list[str]] = {}
     for op in g.ops:
+        if op.kind == PATCH_STAGE:
+            continue   # made by the planner from supported ops (plan/patch.py)
         info = REGISTRY.get(op.kind)
         dt = op_dtype(op, g)
         if info is None or dt not in info.dtypes:
@@ -235,12 +244,15 @@ def check_supported(g: Graph):
 
 
 # --optimize: what kernels trade per layer between instructions and flash (kernels that offer
-# a choice read ctx.optimize; today the fully connected weight formats, _fc_formats.choose)
+# a choice read ctx.optimize: the DSP convolutions' and fully connected layers' weight formats)
 OPTIMIZE = ("balanced", "speed", "size")
 
 
-def lower_graph(g: Graph, target: str = "host", optimize: str = "balanced"
-                ) -> tuple[list[Lowered], LowerCtx]:
+def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
+                optimize: str = "balanced") -> tuple[list[Lowered], LowerCtx]:
+    """special: op kind -> lowering function for ops that are not model operators (the
+    planner's PATCH_STAGE, lowered by kernels/_patch.py; passed in so that this module does
+    not import the kernel modules that import it). optimize: --optimize (OPTIMIZE)."""
     if optimize not in OPTIMIZE:
         raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
     check_supported(g)
@@ -253,7 +265,10 @@ def lower_graph(g: Graph, target: str = "host", optimize: str = "balanced"
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
         first_const = len(ctx.consts)
         try:
-            low = REGISTRY[op.kind].lower(op, g, ctx)
+            if op.kind in (special or {}):   # PATCH_STAGE: kernels/_patch.py, from the pipeline
+                low = special[op.kind](op, g, ctx)
+            else:
+                low = REGISTRY[op.kind].lower(op, g, ctx)
         except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as e:
             # Kernels index their operands by TFLite's arity; the validator checks arity
             # for the common ops only, so a hand-edited or corrupted model that gives an op
@@ -269,7 +284,7 @@ def lower_graph(g: Graph, target: str = "host", optimize: str = "balanced"
         used.add(name)
         low.fn_name, low.op = name, op
         # read by the memory planner: False, "start" or "end" (see Lowered.inplace)
-        op.attrs["inplace_of_input"] = "end" if low.inplace == "end" else bool(low.inplace) and "start"
+        op.attrs["inplace_of_input"] = low.inplace if low.inplace in ("end", "shift") else bool(low.inplace) and "start"
         low.comment = low.comment or f"{op.kind} {c_comment(op.name)}"
         lowered.append(low)
     return lowered, ctx

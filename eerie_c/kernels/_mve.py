@@ -81,6 +81,56 @@ def _params(ctx, m, rs, ra, bias4, what: str) -> str:
                      f"folded in")
 
 
+_CHUNK = ("vldrb.u8 q0, [%[xp]], #16", "vldrb.u8 q1, [%[xp]], #16", "vldrb.u8 q2, [%[wt]], #16",
+          "{op} %[a00], q0, q2", "vldrb.u8 q3, [%[wt]], #16", "{op} %[a10], q1, q2",
+          "{op} %[a01], q0, q3", "vldrb.u8 q2, [%[wt]], #16", "{op} %[a11], q1, q3",
+          "{op} %[a02], q0, q2", "vldrb.u8 q3, [%[wt]], #16", "{op} %[a12], q1, q2",
+          "{op} %[a03], q0, q3", "{op} %[a13], q1, q3")
+
+
+# Most 16-tap chunks a convolution's 2x4 block unrolls (K <= 1024 + 15); a longer K keeps the
+# DSP kernel. A counted loop inside the block's assembly (the verifier accepts one) needs a
+# 12th register beside the 8 even sums and 3 pointers: gcc 12 was seen to spin in register
+# allocation on it, so the chunks are unrolled instead (K = 576, ResNet's largest: 36 chunks,
+# 504 instructions).
+MAX_CHUNKS = 64
+
+
+def conv_block_asm(full: int) -> list[str]:
+    """The instructions of conv2d_s8_mve.c.j2's 2x4 block over `full` (1..MAX_CHUNKS) 16-tap
+    chunks: per chunk the two pixels' 16 taps (interleaved per chunk in scratch by
+    eerie_vinterleave16, so one pointer %[xp] reads both) and the 4 weight rows in turn (6
+    loads) against 8 VMLADAV.S8 (16 MACs each); the first chunk sets the 8 sums (the biases
+    are added as a vector afterwards), the others accumulate. %[wt]: the layer's [4 rows][16]
+    weights per chunk (advanced past them); the sums %[aIJ] (pixel I, row J) must be even
+    registers (VMLADAV's RdaLo). Two pointers, not three: with 11 operands gcc 12 was seen to
+    find no registers for some layers ("impossible constraints")."""
+    if not 1 <= full <= MAX_CHUNKS:
+        return []
+    first = [ln.format(op="vmladav.s8") for ln in _CHUNK]
+    more = [ln.format(op="vmladava.s8") for ln in _CHUNK]
+    return first + more * (full - 1)
+
+
+# Half a 2x4 block: the two pixels against 2 of the 4 rows (%[wt] starts at the half's first
+# row and skips the other half's 32 bytes per chunk): 4 even sums and 2 pointers only
+_HALF = ("vldrb.u8 q0, [%[xp]], #16", "vldrb.u8 q1, [%[xp]], #16", "vldrb.u8 q2, [%[wt]], #16",
+         "{op} %[b0], q0, q2", "vldrb.u8 q3, [%[wt]], #48", "{op} %[b2], q1, q2",
+         "{op} %[b1], q0, q3", "{op} %[b3], q1, q3")
+
+
+def conv_half_asm(full: int) -> list[str]:
+    """conv_block_asm for CONV_2D_ADD layers, as two statements of 4 sums each (%[b0], %[b1]
+    pixel p, rows r, r + 1; %[b2], %[b3] pixel q): the fused ADD keeps more values live, and
+    with 8 even-register sums gcc 12 was seen to fail there. Per chunk 4 loads + 4 VMLADAV per
+    half (the weight pointer steps over the other half's rows by the second load's
+    post-increment of 48)."""
+    if not 1 <= full <= MAX_CHUNKS:
+        return []
+    return ([ln.format(op="vmladav.s8") for ln in _HALF]
+            + [ln.format(op="vmladava.s8") for ln in _HALF] * (full - 1))
+
+
 def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
                      residual: dict | None = None) -> Lowered | None:
     """int8 CONV_2D (templates/kernels/conv2d_s8_mve.c.j2), or None. With residual (CONV_2D_ADD,
@@ -91,7 +141,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     batches, in_h, in_w, in_c = x.shape
     out_c, kh, kw, _ = w.shape
     k = kh * kw * in_c
-    if k == 0 or out_c == 0 or batches * win.out_h * win.out_w == 0:
+    if k == 0 or out_c == 0 or batches * win.out_h * win.out_w == 0 or k // 16 > MAX_CHUNKS:
         return None
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k).astype(np.int64)
@@ -103,13 +153,12 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     if prep is None:
         return None
     wflat, fb, m, rs, ra = prep
-    kp, ocp = round_up(k, 16), round_up(out_c, 2)
-    # [pairs][kp/16][2 rows][16 taps]
-    wl = pad_to(wflat.astype(np.int8), (ocp, kp)).reshape(ocp // 2, 2, kp // 16, 16).transpose(0, 2, 1, 3)
+    kp, ocp = round_up(k, 16), round_up(out_c, 4)
+    # [quads][kp/16][4 rows][16 taps]
+    wl = pad_to(wflat.astype(np.int8), (ocp, kp)).reshape(ocp // 4, 4, kp // 16, 16).transpose(0, 2, 1, 3)
 
-    def per_pair(a, fill):   # (c, c+1, c, c+1) per pair of channels
-        a = np.concatenate([a, np.full(ocp - out_c, fill, np.int64)]).reshape(-1, 2)
-        return np.concatenate([a, a], axis=1).reshape(-1)
+    def padded(a, fill):
+        return np.concatenate([a, np.full(ocp - out_c, fill, np.int64)])
 
     direct = kh == 1 and kw == 1
     # In place (conv.pointwise_inplace): the pair's input pixels are copied to scratch before
@@ -117,16 +166,19 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct and residual is None else False
     copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
+    full = k // 16
+    # scratch: the two columns (im2col or in place), then their full chunks interleaved
+    cols = 0 if direct and not copy_in else 2 * kp
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
+             full=full, asm=conv_block_asm(full), half=conv_half_asm(full) if residual else None,
+             ilo=cols,
              weights=ctx.const(np.ascontiguousarray(wl), "int8_t", "weights_mve",
-                               f"{c_comment(w.label)} ({ocp} rows of {kp} taps, pairs of rows "
+                               f"{c_comment(w.label)} ({ocp} rows of {kp} taps, groups of 4 rows "
                                f"interleaved per 16 taps)"),
-             params=_params(ctx, per_pair(m, 0), per_pair(rs, 1), per_pair(ra, 0),
-                            np.stack([pad_to(fb, (ocp,)).reshape(-1, 2),
-                                      np.zeros((ocp // 2, 2), np.int64)], axis=1).reshape(-1),
-                            "pair of channels (c, c+1, c, c+1)"))
-    scratch = 0 if direct and not copy_in else 2 * kp
+             params=_params(ctx, padded(m, 0), padded(rs, 1), padded(ra, 0), padded(fb, 0),
+                            "group of 4 channels"))
+    scratch = cols + 32 * full
     macs = batches * win.out_h * win.out_w * out_c * k
     if residual is not None:
         vec = None
@@ -137,10 +189,11 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
         body = render("kernels/conv2d_s8_mve.c.j2", **v)
         return Lowered(body=body, inputs=[residual["rid"], x.id], outputs=[residual["out"]],
                        helpers=set(MVE_HELPERS) | ({"requant"} if v["vec"] is None else set()),
-                       scratch_bytes=scratch + 2 * out_c, inplace=True, macs=macs)
+                       scratch_bytes=scratch + 2 * out_c, inplace=True, macs=macs,
+                       noinline=full > 0)
     body = render("kernels/conv2d_s8_mve.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=set(MVE_HELPERS),
-                   scratch_bytes=scratch, inplace=inplace, macs=macs)
+                   scratch_bytes=scratch, inplace=inplace, macs=macs, noinline=full > 0)
 
 
 def lower_fc_mve(op, g, ctx, x, w, y, act: str, wdata, folded, mult, shift,

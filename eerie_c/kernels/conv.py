@@ -12,7 +12,8 @@ bias cancels exactly (the reference skips the tap), so every output uses the sam
 
 Targets with the DSP extension (cortex-m4/m7/m33/m55, see _dsp.py) get a different kernel
 (conv2d_s8_dsp.c.j2): im2col into sign-extended columns and 2x2 SMLAD blocks, with the
-weights re-laid out for it; other targets get the portable loops of conv2d_s8.c.j2.
+weights re-laid out for it; RISC-V targets the register-blocked GEMM of _rv.py
+(conv2d_s8_rv.c.j2); other targets get the portable loops of conv2d_s8.c.j2.
 """
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
                    pad_to, round_up, zero_channels)
 from ._conv_rules import folded_bias, pointwise_inplace
+from ._f32 import conv_vars as conv_f32_vars
 from ._mve import has_mve, lower_conv2d_mve
+from ._rv import gemm_vars, has_rv
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 
 
@@ -295,6 +298,27 @@ def conv_choice(v: dict) -> str:
     return ""
 
 
+def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
+    """CONV_2D on RISC-V (conv2d_s8_rv.c.j2); with `residual` (CONV_2D_ADD's constants, its
+    v carrying xin) the fused ADD runs on each pair of pixels' outputs in scratch."""
+    out_c, kh, kw, in_c = w.shape
+    k = kh * kw * in_c
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    wflat = w.data.reshape(out_c, k)
+    fbias = folded_bias(bias, wflat.astype(np.int64).sum(axis=1), -x.zero_point, what)
+    if w.quant.per_channel and len(w.quant.scale) != out_c:
+        raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
+    mult, shift = per_channel_multipliers(x, w, y, out_c)
+    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label)))
+    # a 1x1 window never overlaps the padding (TFLite pads 1x1 by 0): read pixels in place
+    v.update(zp_in=x.zero_point, direct=kh == kw == 1 and win.pad_t == win.pad_l == 0)
+    body = render("kernels/conv2d_s8_rv.c.j2", residual=residual, **v)
+    scratch = (0 if v["direct"] else 2 * k) + (2 * out_c if residual else 0)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
+                   scratch_bytes=scratch,
+                   macs=v["batches"] * win.out_h * win.out_w * out_c * k)
+
+
 @kernel("CONV_2D", dtypes=("int8", "float32"))
 def lower_conv2d(op, g, ctx):
     what = op_what(op)
@@ -306,16 +330,17 @@ def lower_conv2d(op, g, ctx):
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win)
     scratch = 0
     if x.dtype == "float32":
-        v["weights"] = ctx.tensor_const(w, "weights")
-        v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        v.update(conv_f32_vars(ctx, w, b, win, in_h, in_w, out_c))
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
-        helpers = set()
+        helpers = {"fma_f32"}
     else:
         if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
+        if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
+            return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
         v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)

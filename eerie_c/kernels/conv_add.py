@@ -19,12 +19,13 @@ from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
-from .conv import conv_choice, conv_operands, int8_conv_vars, op_what, window
+from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve
 from ._mve_add import add_multipliers, mve_add_params, params_array
 from ._quant import activation_range_int, quantize_multiplier
+from ._rv import has_rv
 
 
 def _signed(v: int) -> str:
@@ -126,6 +127,14 @@ def lower_conv_add(op, g, ctx):
         if low is not None:
             return low
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, xin="in1")
+    if has_rv(ctx.target):   # RISC-V: the GEMM of _rv.py, the ADD on each pair of pixels
+        ra = add_constants(r, z, y, op.attrs.get("add_activation", "NONE"),
+                           int(op.attrs.get("conv_operand", 0)))
+        low = lower_conv2d_rv(ctx, x, w, b, z, win, act, what, v, residual=ra)
+        low.inputs, low.outputs, low.inplace = [rid, x.id], [y.id], True
+        low.comment = (f"CONV_2D + ADD {c_comment(op.name)} (the residual ADD fused into the "
+                       f"convolution's stores)")
+        return low
     v.update(int8_conv_vars(ctx, x, w, b, z, act, what, out_c, kh * kw * in_c))
     v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
     ra = add_constants(r, z, y, op.attrs.get("add_activation", "NONE"),

@@ -21,6 +21,7 @@ from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requa
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_rules import folded_bias, ring_inplace
+from ._f32 import depthwise_vars as depthwise_f32_vars
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
@@ -110,11 +111,10 @@ def lower_depthwise_conv2d(op, g, ctx):
     scratch = 0
     inplace = False
     if x.dtype == "float32":
-        v["weights"] = ctx.tensor_const(w, "weights")
-        v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        v.update(depthwise_f32_vars(ctx, w, b, win, in_h, in_w))
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/depthwise_f32.c.j2", **v)
-        helpers = set()
+        helpers = {"fma_f32"}
     else:
         in_off = -x.zero_point
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)

@@ -6,6 +6,7 @@ the result is requantized per output channel (per tensor when the weights are).
 Targets with the DSP extension (see _dsp.py) use shared out-of-line kernels (one per weight
 format, helpers/fc_dsp*.c.j2): SMLAD over weights re-encoded at compile time, int8 rows mixed
 in pairs or sub-byte fields with correction lists; _fc_formats.py picks the format per layer.
+RISC-V targets use the register-blocked GEMM of _rv.py (helpers/gemm_rv.c.j2).
 """
 import numpy as np
 
@@ -15,8 +16,10 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to,
                    zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._f32 import fc_vars as fc_f32_vars
 from ._fc_formats import choose, encode_s8
 from ._mve import has_mve, lower_fc_mve
+from ._rv import gemm_vars, has_rv
 
 KERNELS = {"s8": "eerie_fc_s8", "mix": "eerie_fc_mix", "p4": "eerie_fc_p4", "p556": "eerie_fc_p556"}
 HELPERS = {"s8": "fc_dsp", "mix": "fc_dsp_mix", "p4": "fc_dsp_p4", "p556": "fc_dsp_p556"}
@@ -84,11 +87,10 @@ def lower_fully_connected(op, g, ctx):
     act = op.attrs.get("fused_activation_function", "NONE")
     ctx_vars = dict(batches=batches, units=units, depth=depth)
     if x.dtype == "float32":
-        ctx_vars["weights"] = ctx.tensor_const(w, "weights")
-        ctx_vars["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
+        ctx_vars.update(fc_f32_vars(ctx, w, b, units, depth))
         ctx_vars["act_min"], ctx_vars["act_max"] = activation_range_float(act)
         body = render("kernels/fully_connected_f32.c.j2", **ctx_vars)
-        helpers = set()
+        helpers = {"fma_f32"}
     else:
         wdata = w.data.astype(np.int64)
         bias = b.data.astype(np.int64) if b is not None else np.zeros(units, np.int64)
@@ -112,6 +114,12 @@ def lower_fully_connected(op, g, ctx):
                                | ({"dsp_fc"} if dsp["fmt"] != "s8" else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth, choice=dsp["choice"])
+        if (has_rv(ctx.target) and batches * units * depth > 0
+                and np.abs(folded).max(initial=0) < 2 ** 31):   # RISC-V: GEMM of _rv.py
+            rv = gemm_vars(ctx, wdata, folded, mult, shift, y, act, c_comment(w.label))
+            body = render("kernels/fully_connected_s8_rv.c.j2", batches=batches, **rv)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
+                           macs=batches * units * depth)
         per_channel = w.quant.per_channel
         ctx_vars.update(
             weights=ctx.tensor_const(w, "weights"),

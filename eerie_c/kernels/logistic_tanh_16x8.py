@@ -10,25 +10,20 @@ multiply by 3 (6); otherwise the multiplier is input_scale * 3 * 4096 doubled un
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import numpy as np
 
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._libm import libm_f
 from ._quant import tfl_round
 
-_LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-_LIBM.logf.restype = ctypes.c_float
-_LIBM.logf.argtypes = [ctypes.c_float]
 F32 = np.float32
 
 
 def checked_log2(x: float) -> tuple[bool, int]:
     """TFLite's CheckedLog2 in float32: (is a power of two within 1e-3, rounded log2)."""
-    lg = F32(F32(_LIBM.logf(float(F32(x)))) * F32(F32(1) / F32(_LIBM.logf(2.0))))
+    lg = F32(F32(libm_f("logf")(float(F32(x)))) * F32(F32(1) / F32(libm_f("logf")(2.0))))
     rounded = F32(tfl_round(float(lg)))
     return bool(abs(F32(lg - rounded)) < F32(1e-3)), int(rounded)
 

@@ -13,7 +13,12 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._mve import has_mve
 from ._quant import activation_range_float, activation_range_int
+
+# Largest window the Helium average pool sums in int16 lanes: 256 x 128 = 32768 = -INT16_MIN,
+# 256 x 127 <= INT16_MAX
+MVE_POOL_MAX_WINDOW = 256
 
 
 def _out_size(padding: str, size: int, filt: int, stride: int) -> int:
@@ -77,6 +82,12 @@ def _lower_pool(op, g, ctx, mode):
                              f"scale {y.scale:g} zp {y.zero_point}), as TFLM does")
         qmin, qmax = (-128, 127) if x.dtype == "int8" else (-32768, 32767)
         lo, hi = activation_range_int(act, y, qmin, qmax)
+        if mode == "avg" and x.dtype == "int8" and has_mve(ctx.target) \
+                and geo["filter_h"] * geo["filter_w"] <= MVE_POOL_MAX_WINDOW:
+            # cortex-m55: window sums 8 channels per Helium vector (pool_avg_s8_mve.c.j2)
+            body = render("kernels/pool_avg_s8_mve.c.j2", act_min=lo, act_max=hi, **geo)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"pool_mve"},
+                           scratch_bytes=2 * (-(-geo["channels"] // 8) * 8))
         body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,
                       lowest=qmin, **geo)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

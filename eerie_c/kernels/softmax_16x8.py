@@ -11,28 +11,21 @@ products are rounded back to Q0.15. TFLM requires output scale 1/32768 and zero 
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 
 import numpy as np
 
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._libm import libm_f
 from ._quant import quantize_multiplier, tfl_round
 
 LUT_STEPS = 512
 
 
-@functools.lru_cache(maxsize=1)
 def _expf():
     """The C library's single-precision exp (what std::exp(float) calls in TFLM)."""
-    name = ctypes.util.find_library("m")
-    lib = ctypes.CDLL(name) if name else ctypes.CDLL(None)
-    fn = lib.expf
-    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-    return fn
+    return libm_f("expf")
 
 
 def _f32(v) -> np.float32:

@@ -17,8 +17,6 @@ What TFLM runs, and so what is registered here:
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 
 import numpy as np
@@ -27,11 +25,9 @@ from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from . import _fixedpoint as fp
+from ._libm import libm_f
 from ._quant import quantize_multiplier, tfl_round
 
-_LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-_LIBM.expf.restype = ctypes.c_float
-_LIBM.expf.argtypes = [ctypes.c_float]
 
 F32 = np.float32
 
@@ -140,7 +136,7 @@ def elu_table(in_scale, in_zp, out_scale, out_zp):
     out = []
     for q in range(-128, 128):
         x = F32(in_scale) * F32(q - in_zp)
-        y = F32(_LIBM.expf(float(x))) - F32(1) if x < 0 else x
+        y = F32(libm_f("expf")(float(x))) - F32(1) if x < 0 else x
         rescaled = F32(tfl_round(float(F32(y * inv))))
         out.append(_clamp(int(F32(rescaled + F32(out_zp)))))
     return out

@@ -18,6 +18,8 @@ def inplace_mode(op) -> str | None:
     Lowered.inplace): "start" (output 0 begins at the input's first byte, True means the
     same), "end" (output 0 ends at the input's last byte), or None."""
     v = op.attrs.get("inplace_of_input")
+    if v == "shift":   # a patch stage (plan/patch.py): output at input + op.attrs["patch"].shift
+        return "shift"
     return "end" if v == "end" else ("start" if v else None)
 
 
@@ -38,7 +40,8 @@ class Buffer:
     rects: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
-def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[str, int]]:
+def storage_layout(g: Graph, tail: bool | frozenset = True,
+                   inputs_in_arena: bool = False) -> dict[str, tuple[str, int]]:
     """tensor id -> (representative id, byte offset inside the group's storage). Groups join
     the two sides of each aliasing op (same bytes), then the input and output of each in-place
     op whose input storage is read by no later op: "start" puts the output at the input's
@@ -75,9 +78,10 @@ def storage_layout(g: Graph, tail: bool | frozenset = True) -> dict[str, tuple[s
         mode = inplace_mode(op)
         if mode is None or (mode == "end" and not (tail if isinstance(tail, bool) else step in tail)):
             continue
-        if inplace_allowed(g, step, lambda t: find(t)[0], mode, groups, last_read):
+        if inplace_allowed(g, step, lambda t: find(t)[0], mode, groups, last_read, inputs_in_arena):
             a, b = op.inputs[0], op.outputs[0]
-            join(a, b, 0 if mode == "start" else g.t(a).nbytes - g.t(b).nbytes)
+            delta = {"start": 0, "end": g.t(a).nbytes - g.t(b).nbytes}.get(mode)
+            join(a, b, op.attrs["patch"].shift if delta is None else delta)
     placed = {tid: find(tid) for tid in acts}
     low: dict[str, int] = {}
     for r, off in placed.values():
@@ -91,11 +95,13 @@ def storage_groups(g: Graph, tail: bool | frozenset = True) -> dict[str, str]:
 
 
 def inplace_allowed(g: Graph, step: int, find, mode: str, groups: dict[str, list[str]],
-                    last_read: dict[str, int]) -> bool:
+                    last_read: dict[str, int], inputs_in_arena: bool = False) -> bool:
     """The rule for running op `step` in place: input 0 is an arena activation, no graph input
     or output shares its storage or the output's, no later op reads any tensor of the input's
     storage, and the sizes suit the layout: "start" (output 0 at the input's first byte) needs
-    the output no larger than the input; "end" (the input at the tail of output 0)
+    the output no larger than the input; "shift" (a patch stage, plan/patch.py: the output at
+    the stage's proven offset from the input; a graph input planned in the arena may take
+    part); "end" (the input at the tail of output 0)
     needs the output at least as large as the input, larger by a multiple of 16 bytes (so
     every tensor sharing the input's storage keeps the arena's alignment). plan/proof.py
     checks the same rule independently. `groups` (root -> members) and `last_read` (tensor ->
@@ -111,9 +117,14 @@ def inplace_allowed(g: Graph, step: int, find, mode: str, groups: dict[str, list
         return False
     group_a, group_b = groups.get(ra, [ra]), groups.get(rb, [rb])
     users = set(g.inputs) | set(g.outputs)
+    if mode == "shift" and inputs_in_arena:
+        users = set(g.outputs)   # a graph input in the arena is an arena tensor like any other
     if any(t in users for t in group_a + group_b):
         return False
-    if mode == "end":
+    if mode == "shift":
+        if op.attrs["patch"].shift is None or op.attrs["patch"].shift % 16:
+            return False
+    elif mode == "end":
         grow = g.t(b).nbytes - g.t(a).nbytes
         if grow < 0 or grow % 16:
             return False
@@ -131,7 +142,7 @@ def buffers(g: Graph, scratch: dict[int, tuple[str, int]] | None = None,
     """`scratch` maps an op step to (name, bytes) of a scratch buffer it needs. With
     inputs_in_arena, graph inputs (other than pass-through inputs that are outputs too) are
     arena buffers live from step -1, not caller buffers. `tail`: as in storage_layout."""
-    layout = storage_layout(g, tail)
+    layout = storage_layout(g, tail, inputs_in_arena)
     rep = {tid: r for tid, (r, _) in layout.items()}
     last = len(g.ops)
     groups: dict[str, Buffer] = {}

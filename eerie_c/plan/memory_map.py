@@ -99,7 +99,12 @@ def memory_map(g: Graph, plan: Plan) -> dict:
             fn = b.key[len("scratch:"):]
             op = g.ops[b.start]
             layer = layer_name(op.name, op.kind)
-            out.append({"kind": "scratch", "label": f"scratch of {layer}", "layers": [layer],
+            label = f"scratch of {layer}"
+            if op.kind == "PATCH_STAGE":   # plan/patch.py: the per-tile buffers of the stage
+                st = op.attrs["patch"]
+                label = (f"patch buffers: {len(st.ops)} layers run in {st.grid[0]}x{st.grid[1]} "
+                         f"tiles ({', '.join(layer_name(o.name, o.kind) for o in st.ops)})")
+            out.append({"kind": "scratch", "label": label, "layers": [layer],
                         "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
                         "size": b.size, "start": b.start, "end": b.end})
             continue

@@ -3,35 +3,32 @@
 x = execution step, y = arena offset, one numbered rectangle per buffer, a key beside the plot
 (number -> what lives there, bytes, offset, steps) so even a 12-byte buffer is identified, the
 arena size and the peak marked above the plot. The SVG carries ids a test (or a script) can
-use: rectangle `buf-N`, its number `num-N`, key cells `key-N-steps|bytes|offset|label`.
+use: rectangle `buf-N`, its number `num-N`, key cells `key-N-steps|bytes|offset|label`, the
+axes `x-axis` / `y-axis` with one `x-tick-N` / `y-tick-N` group (mark and label) per tick.
 
-matplotlib through its object API (Figure + the Agg canvas, settings in an rc_context): no
-pyplot, no global backend or rcParams change for a program that imports eerie_c.
+The picture is a list of primitives (picture_scene) built here, then written as SVG text
+(picture_svg) and rasterised with Pillow (picture_png): no plotting library, a few tens of
+milliseconds, so it is drawn in the compiling process. Each band of the drawing (plot, marks,
+labels, key) is its own function over the same Geometry, so another band (per-tile buffers
+of a patch stage, say) is one more function.
 """
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
-import tempfile
-import warnings
-import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..report_text import printable
+from .picture_labels import place_numbers
+from .picture_scene import PALETTE, Group, Line, Polygon, Rect, Scene, Text
 
 KEY_CHARS = 56          # label characters in the key
-FONT = "DejaVu Sans"    # shipped with matplotlib: the same glyphs (and bytes) on every machine
-MONO = "DejaVu Sans Mono"
-RC = {"svg.hashsalt": "eerie-c", "svg.fonttype": "none", "font.family": FONT,
-      "path.simplify": False, "hatch.color": "0.45", "hatch.linewidth": 0.5}
+PT = 72                 # points per inch
 
 
 def ascii_label(text: str, limit: int = 60) -> str:
     """Model text made safe for a picture: printable (report.printable), and every non-ASCII
-    character written as a \\uXXXX escape: the fonts matplotlib ships lack CJK and emoji
-    glyphs and would draw empty boxes (and warn on stderr)."""
+    character written as a \\uXXXX escape: the picture's fonts (DejaVu in the SVG, Pillow's
+    own in the PNG) lack CJK and emoji glyphs and would draw empty boxes."""
     out = "".join(ch if ord(ch) < 128 else (f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
                   for ch in printable(text, 4 * limit + 8))
     return out if len(out) <= limit else out[:limit - 3] + "..."
@@ -45,8 +42,35 @@ def _short(r: dict) -> str:
     return ascii_label(names[0] + (f"..{names[-1]}" if len(names) > 1 else ""), 40)
 
 
-def _layout(mp: dict) -> dict:
-    """Figure geometry in inches: the plot widens with the steps, the figure grows with the key."""
+@dataclass
+class Geometry:
+    """Where things go, in points (y down): the figure, the plot frame, the key, and the
+    data -> point transform of the plot (x = step, y = arena byte)."""
+    width: float
+    height: float
+    frame: tuple[float, float, float, float]   # plot x0, y0 (top), x1, y1 (bottom)
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    key_x: float
+    key_top: float
+    row: float
+
+    def x(self, step: float) -> float:
+        x0, _, x1, _ = self.frame
+        return x0 + (step - self.xlim[0]) / (self.xlim[1] - self.xlim[0]) * (x1 - x0)
+
+    def y(self, byte: float) -> float:
+        _, y0, _, y1 = self.frame
+        return y1 - (byte - self.ylim[0]) / (self.ylim[1] - self.ylim[0]) * (y1 - y0)
+
+    def box(self, r: dict) -> tuple[float, float, float, float]:
+        """A buffer's rectangle: its steps widened by 0.45 each side, its bytes."""
+        return (self.x(r["start"] - 0.45), self.y(r["offset"] + r["size"]),
+                self.x(r["end"] + 0.45), self.y(r["offset"]))
+
+
+def _layout(mp: dict) -> Geometry:
+    """The plot widens with the steps, the figure grows with the key (sizes in inches)."""
     rows = len(mp["buffers"]) + 1
     plot_w = max(5.5, min(13.0, 0.42 * mp["steps"] + 2.5))
     longest = max([len(ascii_label(r["label"], KEY_CHARS)) for r in mp["buffers"]] + [10])
@@ -54,167 +78,121 @@ def _layout(mp: dict) -> dict:
     left, gap, right, bottom, top = 0.9, 0.35, 0.15, 0.6, 0.6
     plot_h = max(4.2, 0.13 * rows + 0.4)
     w, h = left + plot_w + gap + key_w + right, bottom + plot_h + top
-    return {"size": (w, h), "axes": [left / w, bottom / h, plot_w / w, plot_h / h],
-            "key_x": (left + plot_w + gap) / w, "key_top": (bottom + plot_h) / h, "row": 0.13 / h}
+    first = min([r["start"] for r in mp["buffers"]] + [0])
+    return Geometry(w * PT, h * PT, (left * PT, top * PT, (left + plot_w) * PT, (top + plot_h) * PT),
+                    (first - 0.7, max(mp["steps"], 2) - 0.3), (0, max(mp["arena_bytes"], 1) * 1.1),
+                    (left + plot_w + gap) * PT, top * PT, 0.13 * PT)
 
 
-class _Early:
-    """A drawing made by a child process (start_drawing), waiting to be written."""
-
-    def __init__(self, key: str, mp: dict, name: str, stem: str):
-        self.key, self.stem = key, stem
-        self.dir = Path(tempfile.mkdtemp(prefix="eerie-pic-"))
-        (self.dir / "request.json").write_text(json.dumps({"mp": mp, "name": name, "stem": stem}))
-        # The child imports eerie_c from the directory this one came from, whatever sys.path
-        # or the working directory would give it.
-        root = str(Path(__file__).resolve().parents[2])
-        code = (f"import sys; sys.path.insert(0, {root!r}); "
-                "from eerie_c.plan.picture import _child; _child(sys.argv[1])")
-        try:
-            self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir)],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
-        except BaseException:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            raise
-        # Also at exit: a compile that fails meanwhile leaves no process or directory behind.
-        self.stop = weakref.finalize(self, _stop, self.proc, self.dir)
-
-    def files(self) -> dict[str, bytes] | None:
-        """The drawing's files (SVG first), or None if the child failed: the caller then
-        draws in this process, which reports the error as it always did."""
-        try:
-            names = [f"{self.stem}.svg", f"{self.stem}.png"]
-            if self.proc.wait() != 0 or not all((self.dir / n).is_file() for n in names):
-                return None
-            return {n: (self.dir / n).read_bytes() for n in names}
-        finally:
-            self.stop()
+def _nice_step(span: float, most: int, integer: bool) -> float:
+    """The smallest 1-2-2.5-5 x 10^k tick step giving at most `most` intervals over span."""
+    k = 1
+    while True:
+        for m in ((1, 2, 5) if integer else (1, 2, 2.5, 5)):
+            if span / (m * k) <= most and (not integer or m * k >= 1):
+                return m * k
+        k *= 10
 
 
-def _stop(proc: subprocess.Popen, d: Path) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    shutil.rmtree(d, ignore_errors=True)
+def _axes(scene: Scene, g: Geometry, steps: int) -> None:
+    """Frame, ticks with their labels (a reader can map the SVG back to steps and bytes with
+    them), axis titles."""
+    x0, y0, x1, y1 = g.frame
+    xs = _nice_step(g.xlim[1] - g.xlim[0], min(max(steps, 2) + 1, 24), True)
+    ys = _nice_step(g.ylim[1] - g.ylim[0], 8, True)
+    for axis, step, lim in (("x", xs, g.xlim), ("y", ys, g.ylim)):
+        group = Group(f"{axis}-axis")
+        v, n = -(-lim[0] // step) * step, 0
+        while v <= lim[1]:
+            if axis == "x":
+                px = g.x(v)
+                items = [Line([(px, y1), (px, y1 + 3.5)], width=0.8),
+                         Text(px, y1 + 5, [f"{round(v):,}"], 7, ha="center", va="top")]
+            else:
+                py = g.y(v)
+                items = [Line([(x0 - 3.5, py), (x0, py)], width=0.8),
+                         Text(x0 - 5, py, [f"{round(v):,}"], 7, ha="right", va="center")]
+            group.items.append(Group(f"{axis}-tick-{n}", items))
+            v, n = v + step, n + 1
+        scene.add(group)
+    scene.add(Text((x0 + x1) / 2, y1 + 17, ["execution step (position in the op list)"], 8, ha="center"))
+    scene.add(Text(x0 - 48, (y0 + y1) / 2, ["arena offset (bytes)"], 8, ha="center", va="center", rotate=90))
 
 
-def _child(d: str) -> None:
-    """The child process of start_drawing: draws the request in directory `d` there."""
-    req = json.loads((Path(d) / "request.json").read_text())
-    _draw_files(req["mp"], req["name"], Path(d), req["stem"])
-
-
-_early: _Early | None = None   # the last drawing started; a compile writes one picture
-
-
-def _key_of(mp: dict, name: str, stem: str) -> str:
-    return json.dumps([mp, name, stem], sort_keys=True)
-
-
-def start_drawing(mp: dict, name: str, stem: str = "memory") -> None:
-    """Start drawing the picture in a child process. A compile calls this before its
-    verification: drawing (matplotlib: 0.7-0.9 s of Python) then runs on another core beside
-    the C-source proof, instead of after it. draw_memory_plan with the same plan and name
-    then writes the child's bytes (any other plan is drawn afresh)."""
-    global _early
-    if _early is not None:
-        _early.stop()
-    try:
-        _early = _Early(_key_of(mp, name, stem), mp, name, stem)
-    except (OSError, ValueError):   # no interpreter to start (embedded Python): draw later
-        _early = None
-
-
-def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
-    """Write STEM.svg and STEM.png into out_dir from report.json's "memory_plan"."""
-    global _early
-    job, _early = _early, None
-    if job is not None:
-        files = job.files() if job.key == _key_of(mp, name, stem) else job.stop()
-        if files:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            paths = [out_dir / fname for fname in files]
-            for path, data in zip(paths, files.values()):
-                path.write_bytes(data)
-            return paths
-    return _draw_files(mp, name, out_dir, stem)
-
-
-def _draw_files(mp: dict, name: str, out_dir: Path, stem: str) -> list[Path]:
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.svg", out_dir / f"{stem}.png"]
-    with matplotlib.rc_context(RC), warnings.catch_warnings():
-        # Labels are ASCII already; this only keeps any other font warning off the user's stderr.
-        warnings.simplefilter("ignore", UserWarning)
-        lay = _layout(mp)
-        fig = Figure(figsize=lay["size"])
-        FigureCanvasAgg(fig)
-        ax = fig.add_axes(lay["axes"])
-        _draw(fig, ax, mp, name, lay)
-        fig.savefig(paths[0], metadata={"Date": None, "Creator": "eerie-c"})
-        fig.savefig(paths[1], dpi=110, metadata={"Software": "eerie-c"})
-    return paths
-
-
-def _draw(fig, ax, mp: dict, name: str, lay: dict):
-    from matplotlib import colormaps
-    from matplotlib.patches import Rectangle
-    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
-    from .picture_labels import place_numbers
-
-    arena, steps, bufs = mp["arena_bytes"], mp["steps"], mp["buffers"]
-    first = min([r["start"] for r in bufs] + [0])
-    ax.set_xlim(first - 0.7, max(steps, 1) - 0.3)
-    ax.set_ylim(0, max(arena, 1) * 1.1)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=min(max(steps, 1) + 1, 24)))
-    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-    ax.set_xlabel("execution step (position in the op list)", fontsize=8)
-    ax.set_ylabel("arena offset (bytes)", fontsize=8)
-    ax.tick_params(labelsize=7)
-    cmap = colormaps["tab20"]
+def _buffers(scene: Scene, g: Geometry, bufs: list[dict]) -> None:
     for r in bufs:
-        ax.add_patch(Rectangle((r["start"] - 0.45, r["offset"]), r["end"] - r["start"] + 0.9, r["size"],
-                               facecolor=cmap((r["id"] - 1) % 20), edgecolor="black", linewidth=0.5,
-                               hatch="////" if r["kind"] == "scratch" else None, gid=f"buf-{r['id']}"))
-    # Arena size and peak: above every rectangle, so no text sits on a coloured box.
-    ax.axhline(arena, color="red", linestyle="--", linewidth=1)
-    label = ax.text(first - 0.6, arena, f"arena {arena:,} B", color="red", va="bottom", fontsize=7,
-                    parse_math=False, gid="arena-label")
-    place_numbers(fig, ax, bufs, _short, avoid=[label])
-    step, live = mp["peak_step"], mp["peak_bytes"]
-    ax.axvspan(step - 0.5, step + 0.5, color="red", alpha=0.08, linewidth=0, zorder=0)
-    ax.annotate(f"peak: step {step}, {live:,} B live", xy=(step, 1.0), xycoords=("data", "axes fraction"),
-                xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=7,
-                color="darkred", annotation_clip=False, gid="peak-label",
-                arrowprops={"arrowstyle": "-|>", "color": "darkred", "linewidth": 0.8})
-    fig.text(0.5, 1 - 0.08 / lay["size"][1], f"{ascii_label(name)}: activation arena plan ({arena:,} B, "
-             f"{len(bufs)} buffers)", ha="center", va="top", fontsize=10, parse_math=False)
-    _key(fig, bufs, lay, cmap)
+        bx0, by0, bx1, by1 = g.box(r)
+        scene.add(Rect(bx0, by0, bx1 - bx0, by1 - by0, fill=PALETTE[(r["id"] - 1) % 20], stroke="#000000",
+                       width=0.5, hatch=r["kind"] == "scratch", id=f"buf-{r['id']}"))
 
 
-def _key(fig, bufs: list[dict], lay: dict, cmap):
+def _marks(scene: Scene, g: Geometry, mp: dict) -> tuple:
+    """The arena size (dashed line, label above every rectangle) and the peak (shaded step,
+    named above the plot). Returns the arena label's box, which no number may cover."""
+    arena, step, live = mp["arena_bytes"], mp["peak_step"], mp["peak_bytes"]
+    x0, y0, x1, y1 = g.frame
+    ya = g.y(arena)
+    scene.add(Line([(x0, ya), (x1, ya)], stroke="#ff0000", width=1, dash=(3.7, 1.6)))
+    label = scene.add(Text(g.x(g.xlim[0] + 0.1), ya - 1, [f"arena {arena:,} B"], 7, va="bottom",
+                           color="#ff0000", id="arena-label"))
+    px = g.x(step)
+    scene.add(Line([(px, y0 - 12), (px, y0 - 4)], stroke="#8b0000", width=0.8))
+    scene.add(Polygon([(px - 2.5, y0 - 4.5), (px + 2.5, y0 - 4.5), (px, y0)], fill="#8b0000"))
+    scene.add(Text(px, y0 - 13, [f"peak: step {step}, {live:,} B live"], 7, ha="center", va="bottom",
+                   color="#8b0000", id="peak-label"))
+    return label.box()
+
+
+def _key(scene: Scene, g: Geometry, bufs: list[dict]) -> None:
     """The key: one row per rectangle, colour swatch, number, steps, bytes, offset, what."""
-    from matplotlib.patches import Rectangle
-    x0, y, row = lay["key_x"], lay["key_top"], lay["row"]
-    w = lay["size"][0]
+    x0, y, row = g.key_x, g.key_top, g.row
     cols = [("#", 0.16, "right"), ("steps", 0.3, "left"), ("bytes", 1.12, "right"),
             ("offset", 1.57, "right"), ("what", 1.68, "left")]
     for title, dx, ha in cols:
-        fig.text(x0 + dx / w, y, title, ha=ha, va="top", fontsize=6.5, fontweight="bold", family=MONO)
+        scene.add(Text(x0 + dx * PT, y, [title], 6.5, ha=ha, bold=True, mono=True))
     for r in bufs:
-        y -= row
-        fig.patches.append(Rectangle((x0 - 0.1 / w, y - 0.8 * row), 0.1 / w, 0.65 * row,
-                                     transform=fig.transFigure, facecolor=cmap((r["id"] - 1) % 20),
-                                     edgecolor="black", linewidth=0.3,
-                                     hatch="////" if r["kind"] == "scratch" else None))
+        y += row
+        scene.add(Rect(x0 - 0.1 * PT, y + 0.15 * row, 0.1 * PT, 0.65 * row, fill=PALETTE[(r["id"] - 1) % 20],
+                       stroke="#000000", width=0.3, hatch=r["kind"] == "scratch"))
         steps = str(r["start"]) if r["start"] == r["end"] else f"{r['start']}..{r['end']}"
         cells = [("id", str(r["id"])), ("steps", steps), ("bytes", f"{r['size']:,}"),
                  ("offset", f"{r['offset']:,}"), ("label", ascii_label(r["label"], KEY_CHARS))]
         for (_, dx, ha), (what, text) in zip(cols, cells):
-            fig.text(x0 + dx / w, y, text, ha=ha, va="top", fontsize=6.5, family=MONO,
-                     parse_math=False, gid=f"key-{r['id']}-{what}")
+            scene.add(Text(x0 + dx * PT, y, [text], 6.5, ha=ha, mono=True, id=f"key-{r['id']}-{what}"))
+
+
+def memory_scene(mp: dict, name: str) -> Scene:
+    """The whole picture of report.json's memory_plan, back to front."""
+    g = _layout(mp)
+    bufs = mp["buffers"]
+    scene = Scene(g.width, g.height)
+    x0, y0, x1, y1 = g.frame
+    step = mp["peak_step"]   # the peak's step, shaded under everything
+    scene.add(Rect(g.x(step - 0.5), y0, g.x(step + 0.5) - g.x(step - 0.5), y1 - y0, fill="#ff0000", opacity=0.08))
+    _buffers(scene, g, bufs)
+    arena_label = _marks(scene, g, mp)
+    place_numbers(scene, bufs, {r["id"]: g.box(r) for r in bufs}, _short, g.frame, avoid=[arena_label])
+    scene.add(Rect(x0, y0, x1 - x0, y1 - y0, stroke="#000000", width=0.8))
+    _axes(scene, g, mp["steps"])
+    scene.add(Text(g.width / 2, 0.08 * PT, [f"{ascii_label(name)}: activation arena plan ({mp['arena_bytes']:,} B, "
+                                             f"{len(bufs)} buffers)"], 10, ha="center"))
+    _key(scene, g, bufs)
+    return scene
+
+
+def memory_files(mp: dict, name: str, stem: str = "memory") -> dict[str, bytes]:
+    """{STEM.svg: ..., STEM.png: ...} from report.json's "memory_plan"."""
+    from .picture_png import to_png
+    from .picture_svg import to_svg
+    scene = memory_scene(mp, name)
+    return {f"{stem}.svg": to_svg(scene).encode(), f"{stem}.png": to_png(scene)}
+
+
+def draw_memory_plan(mp: dict, name: str, out_dir: Path, stem: str = "memory") -> list[Path]:
+    """Write STEM.svg and STEM.png into out_dir from report.json's "memory_plan"."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fname, data in memory_files(mp, name, stem).items():
+        paths.append(out_dir / fname)
+        paths[-1].write_bytes(data)
+    return paths

@@ -3,6 +3,10 @@ the planner's buffers) and proves that simultaneously live arena tensors never s
 that every offset is aligned, and that the arena is exactly as large as reported.
 Variable (state) tensors must each have their own static storage, outside the arena.
 
+A patch stage (plan/patch.py) may also run with its output over its input ("shift", any
+offset): patch_proof.prove_shift then checks, tile by tile, that no output byte is written over
+an input byte a later tile reads; the other conditions below are the same.
+
 One exception to "never share a byte", the in-place rule: the output 0 of an op whose kernel
 declared it safe (op.attrs["inplace_of_input"], from Lowered.inplace) may overlap its input 0
 (and tensors aliased with either through RESHAPE) if and only if
@@ -22,6 +26,7 @@ from __future__ import annotations
 from ..errors import CompilerBug
 from ..ir import DTYPE_NP, Graph
 from .arena import Plan
+from .patch_proof import prove_shift
 from .proof_inputs import alias_links, prove_placed, prove_user_placements
 
 import numpy as np
@@ -116,10 +121,17 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
         pa, pb = plan.tensors.get(a), plan.tensors.get(b)
         if pa is None or pb is None or pa.base != "arena" or pb.base != "arena":
             continue
-        if a in users or b in users or root(a) == root(b):
+        arena_input = mode == "shift" and a in g.inputs and a not in g.outputs   # placed in the arena
+        if (a in users and not arena_input) or b in users or root(a) == root(b):
             continue
         na, nb = g.t(a).nbytes, g.t(b).nbytes
-        if mode == "end":
+        if mode == "shift":
+            # a patch stage's output over its input: byte by byte, no tile writes over an
+            # input byte a later tile reads (patch_proof.prove_shift raises if one does)
+            if op.kind != "PATCH_STAGE":
+                continue
+            prove_shift(g, op, pa.offset, pb.offset)
+        elif mode == "end":
             if pb.offset + nb != pa.offset + na or nb < na:
                 continue
         elif pa.offset != pb.offset or nb > na:
@@ -174,6 +186,8 @@ def prove_plan(g: Graph, plan: Plan, scratch_steps: dict[str, int] | None = None
                 continue   # the same storage seen through an aliasing op
             if frozenset((root(a[0]), root(b[0]))) in allowed:
                 continue   # an in-place op's input and output (rule checked above)
+            if not (a[4] and b[4]):
+                continue   # a zero-byte tensor has no bytes to share (its offset may fall inside another)
             if a[1] <= b[2] and b[1] <= a[2] and a[3] < b[3] + b[4] and b[3] < a[3] + a[4]:
                 raise CompilerBug(f"arena proof: {a[0]} and {b[0]} are live together and overlap "
                                   f"in the arena ([{a[3]}, {a[3] + a[4]}) and [{b[3]}, {b[3] + b[4]}))")

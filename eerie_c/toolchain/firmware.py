@@ -23,7 +23,7 @@ from ..ir import DTYPE_NP
 from ..progress import note, stage
 from ..resources import resource_dir
 from . import serial_link
-from .arch import ARM, arch_of
+from .arch import ARCHES, ARM, arch_of
 from .boards import Board, placement
 from .build import run_cmd
 from .targets import get_target
@@ -99,18 +99,25 @@ def qemu_placement(res, board: Board) -> tuple[tuple[str, ...], dict[str, str]]:
     return ("CCM=0",), {"arena": "ram", "stack": "ram"}
 
 
-def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=ARM) -> dict:
+def firmware_stack(project: Path, target_name: str, model: str | None = None, arch=None,
+                   others_built: bool = False, dry_run: str | None = None) -> dict:
     """The whole firmware's proven stack bound (start-up, harness, runtime, model, plus one
     interrupt), from `make stack`'s per-file call graphs: what the stack high-water mark
     measured in QEMU must stay under. With `model` (its NAME), the model's own call graph
     comes from the identical compile the model's stack bound already made, if there was one
-    (verify/ci_cache.py), and `make stack` builds the other sources."""
+    (verify/ci_cache.py), and `make stack` builds the other sources (others_built: they are
+    built already, by `make -B stack NAME_SRCS=` in this project, and dry_run is what `make
+    -n -B stack` printed there before: firmware_early.py). `arch`: by default the target's
+    architecture (a RISC-V project has a trap handler, not SysTick_Handler)."""
     from ..verify import EXCEPTION_FRAME
     from ..verify.stack import program_stack_bound
     project = Path(project)
-    reused = _reusable_model_ci(project, model) if model else None
+    if arch is None:
+        arch = ARCHES[get_target(target_name).family]
+    reused = _reusable_model_ci(project, model, dry_run) if model else None
     make = ["make", "--no-print-directory", "-B", "stack"]
-    run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
+    if not (reused and others_built):
+        run_cmd(make + ([f"{model.upper()}_SRCS="] if reused else []), project, "firmware stack usage")
     if reused:
         (project / "stack" / f"{model}.ci").write_text(reused)
     cis = sorted((project / "stack").glob("*.ci"))
@@ -125,33 +132,42 @@ def firmware_stack(project: Path, target_name: str, model: str | None = None, ar
                                                  "handler_bytes", "path", "handler_path")}}
 
 
-def _reusable_model_ci(project: Path, model: str) -> str | None:
+def _reusable_model_ci(project: Path, model: str, dry_run: str | None = None) -> str | None:
     """The .ci of the model's compile in `make stack`, if an equivalent compile already made
-    one (ci_cache.recall decides from the exact command `make -n` shows)."""
+    one (ci_cache.recall decides from the exact command `make -n` shows, or showed: dry_run)."""
     from ..verify import ci_cache
-    dry = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], project, "make -n stack")
+    if dry_run is None:
+        dry_run = run_cmd(["make", "--no-print-directory", "-n", "-B", "stack"], project,
+                          "make -n stack").stdout
     src = f"{model}.c"
-    for cmd in ci_cache.split_commands(dry.stdout):
+    for cmd in ci_cache.split_commands(dry_run):
         if "-fcallgraph-info=su" in cmd and any(Path(a).name == src for a in cmd[1:]):
             return ci_cache.recall(cmd, project / src, project)
     return None
 
 
-def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes]) -> dict:
+def prove_firmware_stack(res, board: Board, files: dict[str, str | bytes], early=None) -> dict:
     """At compile time: the whole firmware's stack bound (firmware_stack on the project
     written to a scratch directory), which must fit the stack reserve the linker script
-    gives it; else a one-line error, before anything is written."""
+    gives it; else a one-line error, before anything is written. early: the build of the
+    other sources started during the verification (firmware_early.py), used if it built
+    exactly these files."""
     import tempfile
+    from .firmware_early import write_project
     require_toolchain(arch_of(board))
-    with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
-        for rel, data in files.items():
-            p = Path(d) / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(data, bytes):
-                p.write_bytes(data)
-            else:
-                p.write_text(data, encoding="utf-8", errors="backslashreplace")
-        fs = firmware_stack(Path(d), res.target, res.name, arch_of(board))
+    built = early.project(files) if early is not None else None
+    if built is not None:
+        try:
+            fs = firmware_stack(built, res.target, res.name, arch_of(board), others_built=True,
+                                dry_run=early.dry_run)
+        finally:
+            early.stop()
+    else:
+        if early is not None:
+            early.stop()
+        with tempfile.TemporaryDirectory(prefix="eerie-stack-") as d:
+            write_project(Path(d), files)
+            fs = firmware_stack(Path(d), res.target, res.name, arch_of(board))
     need = fs["firmware_stack_bound_bytes"]
     if need > board.stack_bytes:
         raise EerieError(f"model {res.name} does not fit board {board.name}: the firmware's proven "

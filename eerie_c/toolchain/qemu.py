@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import CompilerBug, EerieError
 from . import serial_link
+from .align_plugin import plugin_args
 from .boards import Board
 
 # The emulator; EERIE_QEMU names another build (e.g. a QEMU >= 8.0, which models the STM32F405's
@@ -45,9 +46,10 @@ class QemuRun:
 def qemu_command(board: Board, elf: Path) -> list[str]:
     if board.output == "uart":
         return serial_link.qemu_serial_command(board.qemu_machine, str(elf), qemu_binary(board))
+    # RISC-V boards: misaligned loads and stores fault (align_plugin.py)
     return [qemu_binary(board), "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor",
             "none", "-icount", "shift=0", "-semihosting-config", "enable=on,target=native",
-            "-kernel", str(elf)]
+            *plugin_args(board), "-kernel", str(elf)]
 
 
 def qemu_binary(board: Board) -> str:

@@ -56,6 +56,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import CompilerBug, EerieError
@@ -119,11 +120,16 @@ def _red_zone(cc: str, flags: list[str]) -> int:
     return 128 if p.stdout.startswith(("x86_64", "amd64")) and "-m32" not in flags else 0
 
 
-def _nm_undefined(cc: str, obj: Path) -> set[str] | None:
+@functools.lru_cache(maxsize=None)
+def _nm_tool(cc: str) -> str:
     try:
-        nm = subprocess.run([cc, "-print-prog-name=nm"], capture_output=True, text=True).stdout.strip()
+        return subprocess.run([cc, "-print-prog-name=nm"], capture_output=True, text=True).stdout.strip()
     except OSError:
-        return None
+        return ""
+
+
+def _nm_undefined(cc: str, obj: Path) -> set[str] | None:
+    nm = _nm_tool(cc)
     if not nm or (shutil.which(nm) is None and not Path(nm).exists()):
         return None
     p = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True)
@@ -162,8 +168,11 @@ def _compile_ci(c_path: Path, include_dirs: list[Path], cc: str, flags: list[str
                          "-fcallgraph-info)")
     text = ci.read_text()
     ci_cache.remember(cmd, c_path, text)   # the firmware's `make stack` builds the same again
-    nodes, edges = parse_ci(text)
-    return nodes, edges, _nm_undefined(cc, obj), object_sizes(cc, obj)
+    with ThreadPoolExecutor(max_workers=1) as pool:   # nm and size at once: both only read
+        sizes = pool.submit(object_sizes, cc, obj)
+        undefined = _nm_undefined(cc, obj)
+        nodes, edges = parse_ci(text)
+        return nodes, edges, undefined, sizes.result()
 
 
 def _check_frames(funcs: dict, edges: dict) -> None:
@@ -255,6 +264,16 @@ def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int,
     return bound, path, depth, externals
 
 
+def _toolchain_facts(cc: str, flags: list[str], arm: bool, riscv: bool) -> tuple[int, dict[str, int]]:
+    """(red zone bytes, the library stack figures measured for this multilib)."""
+    if riscv:
+        from .lib_stack_riscv import riscv_multilib_stack
+        own = riscv_multilib_stack(cc, flags)
+    else:
+        own = multilib_stack(cc, flags) if arm else {}
+    return _red_zone(cc, flags), own
+
+
 def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[str] | str,
                 entry: str) -> dict:
     """Compile `c_path` with `cc cflags` and bound the stack depth of `entry`.
@@ -269,16 +288,15 @@ def stack_bound(c_path: Path, include_dirs: list[Path], cc: str, cflags: list[st
         raise EerieError(f"stack bound: compiler '{cc}' is not installed")
     arm = _is_arm(cc, flags)
     riscv = _is_riscv(cc)
-    red_zone = _red_zone(cc, flags)
-    with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="eerie_stack_") as tmp, \
+            ThreadPoolExecutor(max_workers=1) as side:
+        # What the bound needs to know of the toolchain does not depend on the compile: the
+        # queries (small processes each) run while it compiles, not one after another after it.
+        facts = side.submit(_toolchain_facts, cc, flags, arm, riscv)
         nodes, edges, undefined, sizes = _compile_ci(c_path, include_dirs, cc, flags, Path(tmp))
+        red_zone, own = facts.result()
     funcs = {t: n for t, n in nodes.items() if not n.get("external")}
     _check_frames(funcs, edges)
-    if riscv:
-        from .lib_stack_riscv import riscv_multilib_stack
-        own = riscv_multilib_stack(cc, flags)
-    else:
-        own = multilib_stack(cc, flags) if arm else {}
     allowance = _allowance_for(arm, own, "riscv" if riscv else None)
     if entry not in funcs:
         raise CompilerBug(f"stack bound: entry function {entry} is not in {c_path.name}'s call graph")

@@ -37,6 +37,7 @@ except ImportError:      # run from a source checkout without `pip install .`
     sys.path.insert(0, str(HERE.parents[1]))
 from eerie_c.api import compile_model  # noqa: E402
 from eerie_c.resources import resource_dir  # noqa: E402
+from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.qemu import run_qemu  # noqa: E402
 
@@ -78,8 +79,9 @@ def write_project(out: Path, board) -> None:
     for f in ("main.c", "Makefile"):
         shutil.copy(HERE / "firmware" / f, out / f)
     (out / "runtime").mkdir(exist_ok=True)
-    for f in ("eerie_rt.h", "eerie_rt.c", "eerie_startup.c"):
-        shutil.copy(resource_dir("runtime_c") / f, out / "runtime" / f)
+    for dst, src in arch_of(board).runtime.items():   # start-up, runtime and their headers
+        if dst.endswith((".c", ".h")):
+            shutil.copy(resource_dir("runtime_c") / src, out / "runtime" / dst)
     shutil.copy(board.linker_script, out / board.linker_script.name)
 
 

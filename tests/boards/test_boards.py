@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MODELS, assert_invoke_stack_within_bound, random_inputs, tflm_run
+from conftest import MODELS, assert_invoke_stack_within_bound, random_inputs, require_board_tools, tflm_run
 from eerie_c.api import compile_model, run_model
 from eerie_c.cli import main as cli_main
 from eerie_c.resources import resource_dir
@@ -182,29 +182,31 @@ def test_instruction_counter_calibrated(board_tools, tmp_path, board, reload):
 
 # ---- budgets ------------------------------------------------------------------------------
 
-def _tiny_board(tmp_path: Path, **sizes) -> Path:
-    """A copy of mps2-an386 with smaller memories (and its linker script beside it)."""
-    src = get_board("mps2-an386")
+def _tiny_board(tmp_path: Path, base: str = "mps2-an386", **sizes) -> Path:
+    """A copy of `base` with smaller memories (and its linker script beside it)."""
+    src = get_board(base)
     d = json.loads(src.source.read_text())
-    d["name"] = "tiny-an386"
+    d["name"] = f"tiny-{base}"
     for region, size in sizes.items():
         d[region]["size"] = size
-    p = tmp_path / "tiny-an386.json"
+    p = tmp_path / f"tiny-{base}.json"
     p.write_text(json.dumps(d))
     shutil.copy(src.linker_script, tmp_path / src.linker_script.name)
     return p
 
 
+@pytest.mark.parametrize("base", ["mps2-an386", "riscv-virt"])
 @pytest.mark.parametrize("region,size,word", [("flash", 64 * 1024, "flash"), ("ram", 1024, "RAM")])
-def test_model_too_large_fails_at_compile_time(board_tools, models_dir, tmp_path, capsys, region, size, word):
-    board = _tiny_board(tmp_path, **{region: size})
+def test_model_too_large_fails_at_compile_time(models_dir, tmp_path, capsys, region, size, word, base):
+    require_board_tools(base)
+    board = _tiny_board(tmp_path, base, **{region: size})
     out = tmp_path / "out"
     rc = cli_main([str(models_dir / "ad01_int8.tflite"), "--board", str(board), "-o", str(out)])
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert len(err.splitlines()) == 1
     # "...: flash needs 287384 bytes (...) but the board has 65536, 221848 bytes too many"
-    assert f"{word} needs" in err and "bytes too many" in err and "tiny-an386" in err, err
+    assert f"{word} needs" in err and "bytes too many" in err and f"tiny-{base}" in err, err
     need = int(err.split(" needs ")[1].split()[0])
     over = int(err.split(", ")[-1].split()[0])
     assert need - size == over > 0
@@ -240,14 +242,16 @@ def test_target_must_run_on_the_board(board_tools, models_dir, tmp_path, capsys)
 
 # ---- firmware projects and the CLI ------------------------------------------------------------
 
-def test_firmware_project_make_and_make_run(board_tools, models_dir, tmp_path):
+@pytest.mark.parametrize("board,flag", [("mps2-an386", "-mcpu=cortex-m4"), ("riscv-virt", "-march=rv32imafc")])
+def test_firmware_project_make_and_make_run(models_dir, tmp_path, board, flag):
+    require_board_tools(board)
     out = tmp_path / "fw"
-    assert cli_main([str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an386", "-o", str(out)]) == 0
-    for f in ("ad01_int8.c", "ad01_int8.h", "ad01_int8.mk", "main.c", "Makefile", "mps2-an386.ld",
+    assert cli_main([str(models_dir / "ad01_int8.tflite"), "--board", board, "-o", str(out)]) == 0
+    for f in ("ad01_int8.c", "ad01_int8.h", "ad01_int8.mk", "main.c", "Makefile", f"{board}.ld",
               "runtime/eerie_startup.c", "runtime/eerie_rt.c", "runtime/eerie_rt.h", "report.json"):
         assert (out / f).is_file(), f
     assert "include ad01_int8.mk" in (out / "Makefile").read_text()
-    assert "-mcpu=cortex-m4" in (out / "ad01_int8.mk").read_text()
+    assert flag in (out / "ad01_int8.mk").read_text()
     subprocess.run(["make", "-C", str(out)], check=True, capture_output=True)
     p = subprocess.run(["make", "-C", str(out), "run"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -255,10 +259,12 @@ def test_firmware_project_make_and_make_run(board_tools, models_dir, tmp_path):
     assert (out / "outputs.bin").stat().st_size == 640
 
 
-def test_cli_run_on_board_writes_outputs_and_report(board_tools, models_dir, tmp_path, capsys):
+@pytest.mark.parametrize("board", ["mps2-an505", "riscv-virt"])
+def test_cli_run_on_board_writes_outputs_and_report(models_dir, tmp_path, capsys, board):
+    require_board_tools(board)
     x = random_inputs([1, 640], "int8", 5, seed=3)
     np.save(tmp_path / "x.npy", x)
-    rc = cli_main(["run", str(models_dir / "ad01_int8.tflite"), "--board", "mps2-an505",
+    rc = cli_main(["run", str(models_dir / "ad01_int8.tflite"), "--board", board,
                    "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"),
                    "-o", str(tmp_path / "fw")])
     out = capsys.readouterr().out
@@ -274,14 +280,20 @@ def test_cli_run_on_board_writes_outputs_and_report(board_tools, models_dir, tmp
 HAND_MAKEFILE = """\
 # A firmware of our own that takes the model in through its fragment.
 include ../model/ad01_int8.mk
-CC = arm-none-eabi-gcc
+CC = {cc}
 RT = {rt}
 CFLAGS += $(AD01_INT8_CFLAGS) $(AD01_INT8_INCLUDES) -I$(RT)
-SRCS = app.c $(RT)/eerie_startup.c $(RT)/eerie_rt.c $(AD01_INT8_SRCS)
+SRCS = app.c $(RT)/{startup} $(RT)/{rt_c} $(AD01_INT8_SRCS)
 
 app.elf: $(SRCS)
-\t$(CC) $(CFLAGS) $(SRCS) -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld} -o $@ -lm
+\t$(CC) $(CFLAGS) $(SRCS) -nostartfiles {specs}-T {ld} -o $@ -lm
 """
+# per architecture: compiler, runtime sources, libc link specs (RISC-V's picolibc specs come
+# with the fragment's CFLAGS), the flag the fragment must bring
+HAND = {"mps2-an386": ("cortex-m4", "arm-none-eabi-gcc", "eerie_startup.c", "eerie_rt.c",
+                       "--specs=nano.specs --specs=nosys.specs ", "-mcpu=cortex-m4"),
+        "riscv-virt": ("riscv32imafc", "riscv64-unknown-elf-gcc", "eerie_startup_riscv.c", "eerie_rt_riscv.c",
+                       "", "-march=rv32imafc")}
 
 HAND_APP = r"""
 #include "eerie_rt.h"
@@ -300,17 +312,21 @@ int main(void)
 """
 
 
-def test_model_fragment_works_from_a_handwritten_makefile(board_tools, models_dir, tmp_path):
+@pytest.mark.parametrize("board", sorted(HAND))
+def test_model_fragment_works_from_a_handwritten_makefile(models_dir, tmp_path, board):
+    require_board_tools(board)
+    target, cc, startup, rt_c, specs, flag = HAND[board]
     model = models_dir / "ad01_int8.tflite"
-    compile_model(model, tmp_path / "model", target="cortex-m4")
+    compile_model(model, tmp_path / "model", target=target)
     app = tmp_path / "app"
     app.mkdir()
-    brd = get_board("mps2-an386")
-    (app / "Makefile").write_text(HAND_MAKEFILE.format(rt=resource_dir("runtime_c"), ld=brd.linker_script))
+    brd = get_board(board)
+    (app / "Makefile").write_text(HAND_MAKEFILE.format(cc=cc, rt=resource_dir("runtime_c"), startup=startup,
+                                                       rt_c=rt_c, specs=specs, ld=brd.linker_script))
     (app / "app.c").write_text(HAND_APP)
     p = subprocess.run(["make"], cwd=app, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "-mcpu=cortex-m4" in p.stdout     # the fragment's flags reached the compiler
+    assert flag in p.stdout     # the fragment's flags reached the compiler
     x = random_inputs([1, 640], "int8", 1, seed=11)
     (app / "x.bin").write_bytes(x[0].tobytes())
     from eerie_c.toolchain.qemu import run_qemu
@@ -319,15 +335,21 @@ def test_model_fragment_works_from_a_handwritten_makefile(board_tools, models_di
     np.testing.assert_array_equal(y, tflm_run(model, [x])[0][0])
 
 
-@pytest.mark.parametrize("target", [t for t in TARGETS if TARGETS[t].family == "arm"])   # RISC-V: test_riscv.py
-def test_every_cortex_m_target_compiles_the_model(board_tools, models_dir, tmp_path, target):
-    """Every embedded target's flags compile generated C cleanly (-Werror), M0 included."""
+@pytest.mark.parametrize("target", [t for t in TARGETS if TARGETS[t].embedded])
+def test_every_embedded_target_compiles_the_model(models_dir, tmp_path, target):
+    """Every embedded target's flags compile generated C cleanly (-Werror), M0 and the RISC-V
+    ones included (their flags: test_riscv.py's table)."""
+    tgt = TARGETS[target]
+    require_board_tools("riscv-virt" if tgt.family == "riscv" else "mps2-an386")
     compile_model(models_dir / "ad01_fp32.tflite", tmp_path, target=target)
     mk = (tmp_path / "ad01_fp32.mk").read_text()
     flags = mk.split("AD01_FP32_CFLAGS := ")[1].splitlines()[0]
-    # The exact -m flags come from the table in test_target_flags.py, not from TARGETS itself.
-    assert m_flags(flags) == expected_m_flags(target)
-    subprocess.run(["arm-none-eabi-gcc", *flags.split(), "-c", "ad01_fp32.c", "-o", "m.o"],
+    if tgt.family == "arm":
+        # The exact -m flags come from the table in test_target_flags.py, not from TARGETS itself.
+        assert m_flags(flags) == expected_m_flags(target)
+    else:
+        assert tgt.arch_flags in flags
+    subprocess.run([tgt.cc, *flags.split(), "-c", "ad01_fp32.c", "-o", "m.o"],
                    cwd=tmp_path, check=True, capture_output=True)
 
 

@@ -1,5 +1,5 @@
 """CMake: a generated firmware project builds with `make` and with CMake (the shipped
-arm-none-eabi toolchain file) into ELFs that behave the same in QEMU (outputs bit-exact with
+arm-none-eabi or riscv64-unknown-elf toolchain file) into ELFs that behave the same in QEMU (outputs bit-exact with
 TFLM, the same instruction counts), and NAME.cmake works from a CMakeLists.txt of our own:
 include() it, target_link_libraries(app PRIVATE NAME), the CPU / float-ABI flags reach the
 application through the library's INTERFACE options."""
@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import random_inputs, tflm_run
+from conftest import random_inputs, require_board_tools, tflm_run
 from eerie_c.api import compile_model
 from eerie_c.cli import main as cli_main
 from eerie_c.resources import resource_dir
@@ -34,15 +34,23 @@ def _run(args, cwd, env=None):
     return p.stdout
 
 
-def test_project_builds_with_make_and_cmake_alike(board_tools, cmake, models_dir, tmp_path):
+# (board, its toolchain file, flags the CMake build must show)
+CMAKE_BOARDS = [("mps2-an386", "arm-none-eabi.cmake", ("-mcpu=cortex-m4", "-mfloat-abi=hard")),
+                ("riscv-virt", "riscv64-unknown-elf.cmake", ("-march=rv32imafc", "-mabi=ilp32f"))]
+CMAKE_BOARDS_FLAGS = [(b, flags) for b, _, flags in CMAKE_BOARDS]
+
+
+@pytest.mark.parametrize("board,toolchain,flags", CMAKE_BOARDS, ids=[b for b, _, _ in CMAKE_BOARDS])
+def test_project_builds_with_make_and_cmake_alike(cmake, models_dir, tmp_path, board, toolchain, flags):
+    require_board_tools(board)
     model = models_dir / "ad01_int8.tflite"
     out = tmp_path / "fw"
-    assert cli_main([str(model), "--board", "mps2-an386", "-o", str(out), "-q"]) == 0
-    for f in ("CMakeLists.txt", "ad01_int8.cmake", "runtime/arm-none-eabi.cmake"):
+    assert cli_main([str(model), "--board", board, "-o", str(out), "-q"]) == 0
+    for f in ("CMakeLists.txt", "ad01_int8.cmake", f"runtime/{toolchain}"):
         assert (out / f).is_file(), f
     x = random_inputs([1, 640], "int8", 3, seed=5)
     (out / "inputs.bin").write_bytes(pack_records([x]))
-    brd = get_board("mps2-an386")
+    brd = get_board(board)
     specs = [{"dtype": "int8", "shape": [1, 640], "bytes": 640}]
 
     _run(["make", "-B", "ad01_int8.elf"], out)
@@ -50,9 +58,9 @@ def test_project_builds_with_make_and_cmake_alike(board_tools, cmake, models_dir
     y_make = unpack_records((out / "outputs.bin").read_bytes(), specs, 3, "make's ELF")[0]
     (out / "outputs.bin").unlink()
 
-    _run([cmake, "-S", ".", "-B", "build", "-DCMAKE_TOOLCHAIN_FILE=runtime/arm-none-eabi.cmake"], out)
+    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE=runtime/{toolchain}"], out)
     log = _run([cmake, "--build", "build", "--verbose"], out)
-    assert "-mcpu=cortex-m4" in log and "-mfloat-abi=hard" in log
+    assert all(f in log for f in flags), log[-2000:]
     by_cmake = run_qemu(brd, out / "build" / "ad01_int8.elf", out, timeout=120)
     y_cmake = unpack_records((out / "outputs.bin").read_bytes(), specs, 3, "CMake's ELF")[0]
 
@@ -66,28 +74,39 @@ HAND_CMAKE = """\
 cmake_minimum_required(VERSION 3.13)
 project(app C)
 include(../model/ad01_int8.cmake)
-add_executable(app.elf app.c {rt}/eerie_startup.c {rt}/eerie_rt.c)
+add_executable(app.elf app.c {rt}/{startup} {rt}/{rt_c})
 target_include_directories(app.elf PRIVATE {rt})
-target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -T {ld})
+{compile_specs}target_link_options(app.elf PRIVATE -nostartfiles {specs} -T {ld})
 target_link_libraries(app.elf PRIVATE ad01_int8)
 """
 
 
-def test_model_fragment_works_from_a_handwritten_cmakelists(board_tools, cmake, models_dir, tmp_path):
-    from test_boards import HAND_APP
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_model_fragment_works_from_a_handwritten_cmakelists(cmake, models_dir, tmp_path, board):
+    from test_boards import HAND, HAND_APP
+    from eerie_c.toolchain.arch import arch_of
+    require_board_tools(board)
+    target, _, startup, rt_c, _, _ = HAND[board]
+    brd = get_board(board)
+    arch = arch_of(brd)
     model = models_dir / "ad01_int8.tflite"
-    compile_model(model, tmp_path / "model", target="cortex-m4")
+    compile_model(model, tmp_path / "model", target=target)
     app = tmp_path / "app"
     app.mkdir()
-    brd = get_board("mps2-an386")
     rt = resource_dir("runtime_c")
-    (app / "CMakeLists.txt").write_text(HAND_CMAKE.format(rt=rt, ld=brd.linker_script))
+    # RISC-V: the application's own sources need picolibc's headers (docs/integration.md)
+    compile_specs = ("target_compile_options(app.elf PRIVATE -specs=picolibc.specs)\n"
+                     if arch.family == "riscv" else "")
+    (app / "CMakeLists.txt").write_text(HAND_CMAKE.format(
+        rt=rt, startup=startup, rt_c=rt_c, compile_specs=compile_specs, specs=arch.cmake_link_specs,
+        ld=brd.linker_script))
     (app / "app.c").write_text(HAND_APP)
-    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE={rt / 'arm-none-eabi.cmake'}"], app)
+    _run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_TOOLCHAIN_FILE={rt / arch.cmake_toolchain}"], app)
     log = _run([cmake, "--build", "build", "--verbose"], app)
     # The application's own app.c got the model's core and ABI flags (INTERFACE options).
     app_line = next(ln for ln in log.splitlines() if "app.c" in ln and " -c " in ln)
-    assert "-mcpu=cortex-m4" in app_line and "-mfloat-abi=hard" in app_line, app_line
+    flags = dict(CMAKE_BOARDS_FLAGS)[board]
+    assert all(f in app_line for f in flags), app_line
     x = random_inputs([1, 640], "int8", 1, seed=11)
     (app / "x.bin").write_bytes(x[0].tobytes())
     run_qemu(brd, app / "build" / "app.elf", app, timeout=60)

@@ -245,13 +245,14 @@ def test_mve_inplace_depthwise(tmp_path, kw):
 @pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
 @pytest.mark.parametrize("case", ["k3-K27-odd", "pointwise-odd", "pointwise-K8", "kws-first",
                                   "K576-looped", "dead", "fc", "fc-640", "inplace", "dw",
-                                  "dw-s2-c20", "dw-c36", "inplace-dw", "inplace-end"])
+                                  "dw-s2-c20", "dw-c36", "inplace-dw", "inplace-end", "K1035"])
 def test_mve_kernels_on_cortex_m55(tmp_path, case):
     """The same kernels on the real MVE instructions (QEMU mps3-an547, Cortex-M55)."""
     from test_fully_connected import fc_model
     geoms = {"k3-K27-odd": CONV_GEOMETRIES[0], "pointwise-odd": CONV_GEOMETRIES[5],
              "pointwise-K8": CONV_GEOMETRIES[6], "kws-first": CONV_GEOMETRIES[9],
-             "K576-looped": CONV_GEOMETRIES[12]}
+             "K576-looped": CONV_GEOMETRIES[12],
+             "K1035": ((1, 3, 4, 115), 5, (3, 3), (1, 1), "SAME", (1, 1))}
     if case in geoms:
         in_shape, out_c, k, stride, padding, dil = geoms[case]
         model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU6")
@@ -281,3 +282,13 @@ def test_mve_kernels_on_cortex_m55(tmp_path, case):
     got, rep = run_model(p, xs, board="mps3-an547")
     assert rep["target"] == TARGET
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
+@pytest.mark.parametrize("in_c,mve", [(115, True), (116, False)], ids=["K1035-unrolled", "K1044-dsp"])
+def test_conv_mve_longest_unrolled_block(tmp_path, in_c, mve):
+    """The 2x4 block's chunks are unrolled up to _mve.MAX_CHUNKS (64 full chunks: K < 1040);
+    a longer K keeps the DSP kernel. Both bit-exact."""
+    model = conv_model("int8", (1, 3, 4, in_c), 5, (3, 3), (1, 1), "SAME", (1, 1), act="RELU6")
+    check_host(tmp_path, model, (1, 3, 4, in_c), ("_weights_mve",) if mve else ())
+    text = (tmp_path / "build" / "m.c").read_text()
+    assert ("vmladava.s8" in text) == mve

@@ -9,24 +9,21 @@ import xml.etree.ElementTree as ET
 NS = "{http://www.w3.org/2000/svg}"
 
 
-def _numbers(d: str) -> list[float]:
-    return [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", d)]
-
-
 def _text(g) -> str:
     return "\n".join((t.text or "") for t in g.iter(f"{NS}text"))
 
 
-def _axis(root, axis: str, tick: str, coord: str):
+def _axis(root, axis: str, coord: int):
     """value -> SVG coordinate, a least-squares line through every tick (mark position, label)."""
-    group = next(g for g in root.iter(f"{NS}g") if g.get("id") == f"matplotlib.{axis}")
+    group = next(g for g in root.iter(f"{NS}g") if g.get("id") == f"{axis}-axis")
     pts = []
     for g in group.iter(f"{NS}g"):
-        if not (g.get("id") or "").startswith(tick):
+        if not re.fullmatch(rf"{axis}-tick-\d+", g.get("id") or ""):
             continue
-        use = next(g.iter(f"{NS}use"))
+        mark = [float(v) for v in next(g.iter(f"{NS}polyline")).get("points").replace(",", " ").split()]
+        assert mark[coord] == mark[coord + 2], f"{axis}: a tick mark that is not square to its axis"
         label = _text(g).replace(",", "").replace("\u2212", "-")
-        pts.append((float(label), float(use.get(coord))))
+        pts.append((float(label), mark[coord]))
     assert len(pts) >= 2, f"{axis}: fewer than two ticks"
     n = len(pts)
     mv, mp = sum(v for v, _ in pts) / n, sum(p for _, p in pts) / n
@@ -39,23 +36,22 @@ def _axis(root, axis: str, tick: str, coord: str):
 
 def read_plan(svg_text: str) -> dict:
     root = ET.fromstring(svg_text)
-    ax, bx = _axis(root, "axis_1", "xtick_", "x")
-    ay, by = _axis(root, "axis_2", "ytick_", "y")
+    ax, bx = _axis(root, "x", 0)
+    ay, by = _axis(root, "y", 1)
     rects, nums, key = {}, {}, {}
-    for g in root.iter(f"{NS}g"):
-        gid = g.get("id") or ""
+    for el in root.iter():
+        gid = el.get("id") or ""
         if m := re.fullmatch(r"buf-(\d+)", gid):
-            paths = list(g.iter(f"{NS}path"))
-            assert len(paths) == 1, gid
-            v = _numbers(paths[0].get("d"))
-            xs, ys = v[0::2], v[1::2]
-            steps = sorted((x - bx) / ax for x in (min(xs), max(xs)))
-            offs = sorted((y - by) / ay for y in (min(ys), max(ys)))
+            assert el.tag == f"{NS}rect", gid
+            x, y = float(el.get("x")), float(el.get("y"))
+            xs, ys = (x, x + float(el.get("width"))), (y, y + float(el.get("height")))
+            steps = sorted((v - bx) / ax for v in xs)
+            offs = sorted((v - by) / ay for v in ys)
             rects[int(m[1])] = {"x0": steps[0], "x1": steps[1], "y0": offs[0], "y1": offs[1]}
         elif m := re.fullmatch(r"num-(\d+)", gid):
-            nums[int(m[1])] = _text(g)
+            nums[int(m[1])] = _text(el)
         elif m := re.fullmatch(r"key-(\d+)-(\w+)", gid):
-            key.setdefault(int(m[1]), {})[m[2]] = _text(g)
-    texts = {g.get("id"): _text(g) for g in root.iter(f"{NS}g") if g.get("id") in ("arena-label", "peak-label")}
+            key.setdefault(int(m[1]), {})[m[2]] = _text(el)
+    texts = {el.get("id"): _text(el) for el in root.iter() if el.get("id") in ("arena-label", "peak-label")}
     return {"rects": rects, "nums": nums, "key": key, "texts": texts,
             "bytes_per_unit": abs(1 / ay), "all_text": [t.text or "" for t in root.iter(f"{NS}text")]}

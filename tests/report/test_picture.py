@@ -3,7 +3,9 @@ buffer at its offset and size and over its steps (read back through the SVG's ow
 every rectangle numbered and named in the key, the arena size and the peak marked. And the
 buffers themselves are checked against the per-layer tensor offsets in report.json (not
 against the drawing code's input), so a plan the picture invents or misplaces fails."""
+import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,8 @@ from svg_plan import read_plan  # noqa: E402
 MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8", "pretrainedResnet", "ad01_fp32"]
 # a board: inputs in the arena; vww there also has storage groups drawn in several parts
 # (widening 1x1 convs run with their input at the output's tail)
-CASES = [(m, None) for m in MODELS] + [("kws_ref_model", "mps2-an386"), ("vww_96_int8", "mps2-an386")]
+CASES = [(m, None) for m in MODELS] + [("kws_ref_model", "mps2-an386"), ("vww_96_int8", "mps2-an386"),
+                                       ("kws_ref_model", "riscv-virt")]
 
 
 def _names(op: dict) -> set[str]:
@@ -129,23 +132,86 @@ def test_a_wrong_picture_fails_the_check(models_dir, tmp_path):
         check_svg(cut, r)
 
 
-def test_drawing_leaves_matplotlib_alone(models_dir, tmp_path):
-    """A Python API user's backend and rcParams are not changed, pyplot is not imported, and
-    the same model gives byte-identical pictures."""
+def check_png(png: bytes, svg: str, r: dict):
+    """memory.png is the SVG's picture: its size is the SVG's at 110 dpi, and inside each
+    buffer's rectangle (read from the SVG) near its bottom-left corner, clear of the centred
+    label, the PNG has that rectangle's fill colour (on a hatched scratch buffer, its colour or
+    its hatching somewhere inside)."""
+    from PIL import Image
+    import xml.etree.ElementTree as ET
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    root = ET.fromstring(svg)
+    s = 110 / 72
+    assert img.size == (round(float(root.get("width").removesuffix("pt")) * s),
+                        round(float(root.get("height").removesuffix("pt")) * s))
+    checked = 0
+    for el in root.iter("{http://www.w3.org/2000/svg}rect"):
+        m = re.fullmatch(r"buf-(\d+)", el.get("id") or "")
+        if not m:
+            continue
+        x, y, w, h = (float(el.get(k)) * s for k in ("x", "y", "width", "height"))
+        if w < 8 or h < 8:
+            continue
+        fill = el.get("fill")
+        hatched = fill.startswith("url(#hatch-")
+        want = tuple(int(fill.removeprefix("url(#hatch-").rstrip(")").lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
+        if hatched:   # its label's light ground may cover most of it: fill or hatching seen
+            inner = img.crop((round(x) + 2, round(y) + 2, round(x + w) - 2, round(y + h) - 2))
+            seen = {c for _, c in inner.getcolors(1 << 20)}
+            assert want in seen or (115, 115, 115) in seen, (m[1], want)
+        else:
+            px = [img.getpixel((round(x + dx), round(y + h - dy))) for dx in (3, 4, 5) for dy in (3, 4, 5)]
+            assert all(p == want for p in px), (m[1], want, px)
+        checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.parametrize("model", ["kws_ref_model", "vww_96_int8"])
+def test_png_shows_the_svg(models_dir, tmp_path, model):
+    out = tmp_path / "o"
+    compile_model(models_dir / f"{model}.tflite", out, target="cortex-m4")
+    check_png((out / "memory.png").read_bytes(), (out / "memory.svg").read_text(),
+              json.loads((out / "report.json").read_text()))
+
+
+def test_a_wrong_png_fails_the_check(models_dir, tmp_path):
+    from PIL import Image, ImageDraw
+    out = tmp_path / "o"
+    compile_model(models_dir / "kws_ref_model.tflite", out, target="cortex-m4")
+    img = Image.open(out / "memory.png").convert("RGB")
+    ImageDraw.Draw(img).rectangle([0, 0, img.size[0] // 2, img.size[1]], fill=(255, 255, 255))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    with pytest.raises(AssertionError):
+        check_png(buf.getvalue(), (out / "memory.svg").read_text(), {})
+
+
+def test_drawing_is_deterministic_without_a_plotting_library(models_dir, tmp_path):
+    """The same model gives byte-identical pictures, and compiling imports no plotting library
+    (the picture is written as SVG text and rasterised with Pillow)."""
     code = f"""
-import matplotlib
-matplotlib.use("svg")
-rc = dict(matplotlib.rcParams)
 import sys
 from eerie_c.api import compile_model
 for d in ("a", "b"):
     compile_model({str(models_dir / 'ad01_int8.tflite')!r}, {str(tmp_path)!r} + "/" + d)
-assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
-assert "matplotlib.pyplot" not in sys.modules
-changed = [k for k in rc if matplotlib.rcParams[k] != rc[k] and k != "backend"]
-assert not changed, changed
+assert "matplotlib" not in sys.modules
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     for f in ("memory.svg", "memory.png"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+def test_markup_in_names_and_an_empty_plan():
+    """A name with XML's special characters is text in the SVG (it parses, the key shows the
+    name unchanged); a plan with no buffers still gives a picture with its axes."""
+    from eerie_c.plan.picture import memory_files
+    buf = {"id": 1, "kind": "tensor", "label": 'a<b>&"c"', "offset": 0, "size": 300, "start": 0, "end": 1}
+    mp = {"arena_bytes": 300, "steps": 2, "buffers": [buf], "peak_step": 0, "peak_bytes": 300}
+    pic = read_plan(memory_files(mp, "m<&>")["memory.svg"].decode())
+    assert pic["key"][1]["label"] == 'a<b>&"c"' and set(pic["rects"]) == {1}
+    assert any(t.startswith("m<&>: ") for t in pic["all_text"])
+    empty = {"arena_bytes": 0, "steps": 0, "buffers": [], "peak_step": 0, "peak_bytes": 0}
+    files = memory_files(empty, "empty")
+    assert read_plan(files["memory.svg"].decode())["rects"] == {}
+    assert files["memory.png"][:8] == b"\x89PNG\r\n\x1a\n"

@@ -19,10 +19,15 @@ def _shape(s):
     return "x".join(map(str, s)) or "scalar"
 
 
-@pytest.mark.parametrize("model", MODELS)
-def test_report_md_matches_json(models_dir, tmp_path, model):
+# every model for the Cortex-M4; one int8 model (hard-float target) and one float model (soft
+# float) for RISC-V (issue 18)
+CASES = [(m, "cortex-m4") for m in MODELS] + [("kws_ref_model", "riscv32imafc"), ("ad01_fp32", "riscv32imac")]
+
+
+@pytest.mark.parametrize("model,target", CASES)
+def test_report_md_matches_json(models_dir, tmp_path, model, target):
     out = tmp_path / "o"
-    compile_model(models_dir / f"{model}.tflite", out, target="cortex-m4")
+    compile_model(models_dir / f"{model}.tflite", out, target=target)
     r = json.loads((out / "report.json").read_text())
     md = (out / "report.md").read_text()
     rows = memory_rows(md)
@@ -41,7 +46,7 @@ def test_report_md_matches_json(models_dir, tmp_path, model):
         assert row["input shapes"] == ", ".join(_shape(t["shape"]) for t in op["inputs"])
         assert row["output shape"] == ", ".join(_shape(t["shape"]) for t in op["outputs"])
         assert num(row["activation bytes"]) == sum(t["bytes"] for t in op["inputs"] + op["outputs"])
-        # the estimate is filled for a Cortex-M target, and only with positive numbers
+        # the estimate is filled for a Cortex-M or RISC-V target, and only with positive numbers
         assert num(row["est. instructions"]) == op["est_instructions"] > 0
     assert sum(op["macs"] for op in r["ops"]) == r["macs"]
     assert sum(op["est_instructions"] for op in r["ops"]) == r["est_instructions"]
@@ -60,9 +65,10 @@ def test_host_target_has_no_estimate(models_dir, tmp_path):
     assert {row["est. instructions"] for row in layer_rows((out / "report.md").read_text())} == {"-"}
 
 
-def test_board_budget_rows_and_headroom(models_dir, tmp_path):
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_board_budget_rows_and_headroom(models_dir, tmp_path, board):
     out = tmp_path / "fw"
-    compile_model(models_dir / "kws_ref_model.tflite", out, board="mps2-an386")
+    compile_model(models_dir / "kws_ref_model.tflite", out, board=board)
     r = json.loads((out / "report.json").read_text())
     md = (out / "report.md").read_text()
     b = r["budget"]

@@ -58,10 +58,11 @@ def test_cli_output_is_byte_identical(models_dir, tmp_path, model):
     assert str(tmp_path).encode() not in b"".join(a.values())   # no absolute paths leak
 
 
-def test_firmware_project_is_byte_identical(models_dir, tmp_path):
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_firmware_project_is_byte_identical(models_dir, tmp_path, board):
     path = models_dir / "ad01_int8.tflite"
-    api.compile_model(path, tmp_path / "a", name="ad", board="mps2-an386")
-    api.compile_model(path, tmp_path / "b", name="ad", board="mps2-an386")
+    api.compile_model(path, tmp_path / "a", name="ad", board=board)
+    api.compile_model(path, tmp_path / "b", name="ad", board=board)
     a, b = snapshot(tmp_path / "a"), snapshot(tmp_path / "b")
     assert "main.c" in a and a == b
 

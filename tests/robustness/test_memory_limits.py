@@ -39,7 +39,7 @@ def big(tmp_path_factory) -> Path:
     return p
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "riscv32imac"])
 def test_arena_beyond_int_offsets_is_refused(big, tmp_path, target):
     with pytest.raises(EerieError, match=r"arena needs 4000000000 bytes, more than the 2147483647") as e:
         compile_model(big, tmp_path / "out", target=target, name="big")
@@ -64,3 +64,7 @@ def test_limits_of_constants_and_address_space():
     with pytest.raises(EerieError, match="cortex-m4's 32-bit address space"):
         check_limits("m", m4, MAX_ARENA_BYTES, MAX_ARENA_BYTES, 2 ** 20)
     check_limits("m", m4, 2 ** 30, 2 ** 30, 2 ** 20)
+    rv = get_target("riscv32imac")   # RV32: the same 32-bit address space
+    with pytest.raises(EerieError, match="riscv32imac's 32-bit address space"):
+        check_limits("m", rv, MAX_ARENA_BYTES, MAX_ARENA_BYTES, 2 ** 20)
+    check_limits("m", rv, 2 ** 30, 2 ** 30, 2 ** 20)

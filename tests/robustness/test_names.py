@@ -158,7 +158,7 @@ def test_hostile_names_keep_report_and_picture_well_formed(tmp_path):
 @pytest.mark.parametrize("layer", ["\u6a21\u578b/\u5c42\U0001f642/Relu", "layer/$x^{$/x", "a/$\\frac{$/b"])
 def test_picture_labels_any_name_quietly(tmp_path, layer):
     """A layer name that is a broken TeX formula, or CJK and emoji, is drawn as text: no crash
-    (matplotlib mathtext), no "Glyph missing" warnings on stderr even with -q, and non-ASCII
+    (as matplotlib's mathtext once gave), no "Glyph missing" warnings on stderr even with -q, and non-ASCII
     characters shown as \\uXXXX escapes rather than empty boxes."""
     import xml.etree.ElementTree as ET
     names = [b"n%d" % i for i in range(10)]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import random_inputs, require_tools, tflm_run  # noqa: E402
+from conftest import random_inputs, require_board_tools, require_tools, tflm_run  # noqa: E402
 from tflite_builder import ACT, ModelBuilder  # noqa: E402
 
 from eerie_c.api import compile_model  # noqa: E402
@@ -143,10 +143,13 @@ def test_two_models_one_host_program(two, tmp_path):
     _check_outputs(d, ref_a, ref_t)
 
 
-def test_two_models_one_firmware_image(two, tmp_path, board_tools):
+@pytest.mark.parametrize("board_name", ["mps2-an386", "riscv-virt"])
+def test_two_models_one_firmware_image(two, tmp_path, board_name):
     from eerie_c.toolchain.boards import get_board
+    from eerie_c.toolchain.targets import TARGETS
+    require_board_tools(board_name)
     ad, tiny, xa, xt, ref_a, ref_t = two
-    board = get_board("mps2-an386")
+    board = get_board(board_name)
     d = tmp_path / "fw"
     res = compile_model(ad, d, name="ad", board=board.name)
     compile_model(tiny, d / "tiny", name="tiny", target=res.target)   # its own directory
@@ -161,7 +164,8 @@ def test_two_models_one_firmware_image(two, tmp_path, board_tools):
     r = subprocess.run(["make", "--no-print-directory", f"SRCS={srcs}", "run"], cwd=d,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "both models ran" in r.stdout + r.stderr, r.stdout + r.stderr
-    syms = subprocess.run(["arm-none-eabi-nm", "ad.elf"], cwd=d, capture_output=True, text=True).stdout
+    nm = TARGETS[res.target].cross + "nm"
+    syms = subprocess.run([nm, "ad.elf"], cwd=d, capture_output=True, text=True).stdout
     assert " ad_invoke" in syms and " tiny_invoke" in syms
     _check_outputs(d, ref_a, ref_t)
 
@@ -173,22 +177,25 @@ def global_symbols(obj: Path, nm: str = "nm") -> list[str]:
     return [line.split()[-1] for line in out.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+ARCH = {"host": [], "cortex-m4": ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+        "riscv32imac": ["-march=rv32imac", "-mabi=ilp32", "-specs=picolibc.specs"]}
+
+
+@pytest.mark.parametrize("target", sorted(ARCH))
 def test_only_name_prefixed_symbols_are_global(tmp_path, target):
     """docs/integration.md: NAME_invoke, NAME_inputK_buffer (inputs in the arena) and
     NAME_reset_state (state) are the only external symbols; everything else is static."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
     from test_resource_variables import accumulator
-    cc = "cc" if target == "host" else "arm-none-eabi-gcc"
+    cross = {"host": "", "cortex-m4": "arm-none-eabi-", "riscv32imac": "riscv64-unknown-elf-"}[target]
+    cc = cross + "gcc" if cross else "cc"
     require_tools(cc)   # fails, never skips, without it
     m = tmp_path / "acc.tflite"
     m.write_bytes(accumulator("float32"))
     res = compile_model(m, tmp_path / "o", name="acc", target=target, inputs_in_arena=True)
     assert res.report["inputs_in_arena"] and res.report["state_bytes"] > 0
     obj = tmp_path / "o" / "acc.o"
-    arch = [] if target == "host" else ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                                        "-mfpu=fpv4-sp-d16"]
-    subprocess.run([cc, *STRICT, "-O2", *arch, "-c", "acc.c", "-o", obj.name],
+    subprocess.run([cc, *STRICT, "-O2", *ARCH[target], "-c", "acc.c", "-o", obj.name],
                    cwd=obj.parent, check=True)
-    syms = global_symbols(obj, "nm" if target == "host" else "arm-none-eabi-nm")
+    syms = global_symbols(obj, cross + "nm")
     assert set(syms) == {"acc_invoke", "acc_input0_buffer", "acc_reset_state"}, syms

@@ -55,14 +55,15 @@ def test_budgets_met_are_recorded_in_the_report(tmp_path):
     assert "PASS `budgets`" in (tmp_path / "o" / "report.md").read_text()
 
 
-def test_board_fit_is_recorded_in_the_report(tmp_path):
-    missing = [t for t in ("arm-none-eabi-gcc", "make") if shutil.which(t) is None]
+@pytest.mark.parametrize("board,cc", [("mps2-an386", "arm-none-eabi-gcc"), ("riscv-virt", "riscv64-unknown-elf-gcc")])
+def test_board_fit_is_recorded_in_the_report(tmp_path, board, cc):
+    missing = [t for t in (cc, "make") if shutil.which(t) is None]
     if missing:
         pytest.fail(f"needs {', '.join(missing)} on PATH (.ci/setup installs them)")
-    res = eerie_c.compile(_mlp(), EXAMPLE, board="mps2-an386", stack_budget=4096)
+    res = eerie_c.compile(_mlp(), EXAMPLE, board=board, stack_budget=4096)
     check = next(v for v in res.report["verified"] if v["check"] == "budgets")
     b = res.report["budget"]
-    assert check["ok"] and check["board"] == "mps2-an386" and check["stack_budget"] == 4096
+    assert check["ok"] and check["board"] == board and check["stack_budget"] == 4096
     assert check["board_flash_needed_bytes"] == b["flash_bytes"] <= check["board_flash_bytes"]
     assert check["board_ram_needed_bytes"] == b["ram_bytes"] <= check["board_ram_bytes"]
     assert check["board_firmware_stack_bound_bytes"] <= check["board_stack_reserve_bytes"]

@@ -61,6 +61,28 @@ def test_planner_plans_always_pass_the_proof(case):
         event(f"{what}: {bool(yes)}")
 
 
+def test_zero_byte_tensor_inside_a_live_one_is_no_overlap():
+    """A zero-byte tensor has no bytes: its offset may fall inside a live tensor's range (the
+    planner puts it anywhere). Hypothesis found the proof calling [16, 16) and [0, 17) an
+    overlap; a one-byte tensor at the same place must still be one."""
+    from eerie_c.ir import Graph
+    from eerie_c.plan import plan_memory
+    tensors = {"x": Tensor("x", (17,), "int8"), "big": Tensor("big", (17,), "int8"),
+               "empty": Tensor("empty", (0,), "int8"), "y": Tensor("y", (1,), "int8")}
+    ops = [Op("A", ["x"], ["big"], name="a", index=0), Op("B", ["big"], ["empty"], name="b", index=1),
+           Op("C", ["big", "empty"], ["y"], name="c", index=2)]
+    g = Graph("g", tensors, ops, ["x"], ["y"])
+    plan = plan_memory(g, {}, inputs_in_arena=False)
+    big = plan.tensors["big"]
+    inside = big.offset + 16
+    plan.tensors["empty"] = Placement("arena", 0, inside, 0)
+    assert prove_plan(g, plan, {})["ok"]
+    g.tensors["empty"] = Tensor("empty", (1,), "int8")
+    plan.tensors["empty"] = Placement("arena", 0, inside, 1)
+    with pytest.raises(CompilerBug, match="overlap"):
+        prove_plan(g, plan, {})
+
+
 def _tail_used(g, plan):
     """Steps of "end" in-place ops the planner ran so (input at the tail of its output)."""
     return [s for s in _inplace_used(g, plan) if g.ops[s].attrs["inplace_of_input"] == "end"

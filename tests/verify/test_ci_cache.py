@@ -2,10 +2,9 @@
 (eerie_c/verify/ci_cache.py), and gives what a full `make stack` gives."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
+from conftest import require_board_tools
 from eerie_c.api import compile_model
 from eerie_c.toolchain.firmware import firmware_stack
 from eerie_c.verify import ci_cache
@@ -62,11 +61,12 @@ def test_split_commands():
         ["mkdir", "-p", "stack"], ["cc", "-c", "a.c", "-o", "stack/a b.o"], ["cc", "-c", "b.c"], ["true"]]
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="needs arm-none-eabi-gcc")
-def test_reused_bound_equals_full_make_stack(models_dir, tmp_path):
+@pytest.mark.parametrize("board", ["mps2-an386", "riscv-virt"])
+def test_reused_bound_equals_full_make_stack(models_dir, tmp_path, board):
     """The compile's firmware bound (model graph reused) equals `make stack` building all."""
+    require_board_tools(board)   # fails, never skips, without the board's toolchain
     out = tmp_path / "fw"
-    rep = compile_model(models_dir / "kws_ref_model.tflite", out, board="mps2-an386").report
+    rep = compile_model(models_dir / "kws_ref_model.tflite", out, board=board).report
     full = firmware_stack(out, rep["target"])   # no model name: make compiles every source
     assert (out / "stack" / "kws_ref_model.ci").exists()
     assert full["firmware_stack_bound_bytes"] == rep["firmware_stack_bound_bytes"]

@@ -10,6 +10,10 @@ import pytest
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
 from eerie_c.kernels import REGISTRY, load_all
+from eerie_c.toolchain.targets import TARGETS
+
+# Every target test runs for one Arm and one RISC-V target / board (issue 18).
+RV_TARGET, RV_BOARD = "riscv32imac", "riscv-virt"
 
 
 def eerie(*args):
@@ -26,7 +30,7 @@ def one_line_error(p, *needles):
     return lines[0]
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m0"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m0", RV_TARGET])
 def test_report_has_proofs_and_figures(models_dir, tmp_path, target):
     compile_model(models_dir / "kws_ref_model.tflite", tmp_path / "o", target=target, name="kws")
     r = json.loads((tmp_path / "o" / "report.json").read_text())
@@ -41,7 +45,7 @@ def test_report_has_proofs_and_figures(models_dir, tmp_path, target):
     # (issue 6), which takes the arena below it
     assert r["arena_bytes"] == 16000 if target != "cortex-m4" else r["arena_bytes"] < 16000
     compiler = checks["stack_bound"]["compiler"]
-    assert ("arm-none-eabi-gcc" in compiler) == (target != "host")
+    assert compiler.split()[0].rsplit("/", 1)[-1] == TARGETS[target].cc, compiler
 
 
 def test_report_summary_printed(models_dir, tmp_path):
@@ -59,10 +63,11 @@ def test_arena_budget_too_small(models_dir, tmp_path):
     assert not out.exists(), line
 
 
-def test_stack_budget_too_small(models_dir, tmp_path):
+@pytest.mark.parametrize("target", ["cortex-m4", RV_TARGET])
+def test_stack_budget_too_small(models_dir, tmp_path, target):
     out = tmp_path / "o"
     one_line_error(eerie(models_dir / "kws_ref_model.tflite", "-o", out, "--stack-budget", "16",
-                         "--target", "cortex-m4"), "--stack-budget", "budget is 16", "bytes over")
+                         "--target", target), "--stack-budget", "budget is 16", "bytes over")
     assert not out.exists()
 
 
@@ -83,15 +88,16 @@ def test_bad_budget_value(models_dir, tmp_path):
                    "not a byte count")
 
 
-def test_board_ram_budget_names_each_figure(models_dir, tmp_path):
+@pytest.mark.parametrize("base", ["mps2-an386", RV_BOARD])
+def test_board_ram_budget_names_each_figure(models_dir, tmp_path, base):
     board = json.loads((__import__("eerie_c.resources", fromlist=["x"]).resource_dir("boards")
-                        / "mps2-an386.json").read_text())
+                        / f"{base}.json").read_text())
     board["name"] = "tiny-ram"
     board["ram"]["size"] = 8192
     (tmp_path / "tiny-ram.json").write_text(json.dumps(board))
     import shutil
     from eerie_c.resources import resource_dir
-    shutil.copy(resource_dir("boards") / "mps2-an386.ld", tmp_path / "tiny-ram.ld")
+    shutil.copy(resource_dir("boards") / f"{base}.ld", tmp_path / "tiny-ram.ld")
     board["linker_script"] = "tiny-ram.ld"
     (tmp_path / "tiny-ram.json").write_text(json.dumps(board))
     out = tmp_path / "o"
@@ -127,10 +133,14 @@ def test_board_budget_counts_no_input_buffer_when_inputs_live_in_the_arena():
     assert with_buffers["ram_bytes"] - in_arena["ram_bytes"] == 300
 
 
-def test_board_ram_budget_counts_the_stack_reserve_the_firmware_links_with(tmp_path):
-    """microbit (16 KiB RAM) reserves 2 KiB of stack in its linker script. A model whose arena
-    fits beside the proven stack bound (~100 B) but not beside that reserve must fail at
-    compile time (exit 2, one line), not later in the link; one that fits must link."""
+@pytest.mark.parametrize("board,reserve,n_big,n_small", [("microbit", 2048, 5000, 4000),
+                                                         ("sifive_e", 4096, 4500, 3800)])
+def test_board_ram_budget_counts_the_stack_reserve_the_firmware_links_with(tmp_path, board, reserve,
+                                                                           n_big, n_small):
+    """microbit and sifive_e (16 KiB RAM each) reserve 2 and 4 KiB of stack in their linker
+    scripts. A model whose arena fits beside the proven stack bound (~100 B) but not beside
+    that reserve must fail at compile time (exit 2, one line), not later in the link; one that
+    fits must link."""
     import subprocess
     from tflite_builder import ModelBuilder
 
@@ -145,32 +155,33 @@ def test_board_ram_budget_counts_the_stack_reserve_the_firmware_links_with(tmp_p
         return mb.build()
 
     big, small = tmp_path / "big.tflite", tmp_path / "small.tflite"
-    big.write_bytes(relu_chain(5000))     # ~15.2 KB with a 100 B stack; ~17.1 KB with the reserve
-    small.write_bytes(relu_chain(4000))
+    big.write_bytes(relu_chain(n_big))     # 3 n bytes + ~100 B of stack fit; + the reserve does not
+    small.write_bytes(relu_chain(n_small))
     out = tmp_path / "o"
-    one_line_error(eerie(big, "--board", "microbit", "-o", out),
-                   "RAM needs", "stack reserve 2048", "proven stack bound", "bytes too many")
+    one_line_error(eerie(big, "--board", board, "-o", out),
+                   "RAM needs", f"stack reserve {reserve}", "proven stack bound", "bytes too many")
     assert not out.exists()
     fw = tmp_path / "fw"
-    rep = compile_model(small, fw, board="microbit").report
+    rep = compile_model(small, fw, board=board).report
     assert rep["budget"]["ram_bytes"] <= 16384
     p = subprocess.run(["make", "-C", str(fw)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
 
 
-def test_board_compile_proves_the_whole_firmware_stack_fits_its_reserve(models_dir, tmp_path):
+@pytest.mark.parametrize("base", ["mps2-an386", RV_BOARD])
+def test_board_compile_proves_the_whole_firmware_stack_fits_its_reserve(models_dir, tmp_path, base):
     """With --board the compile itself (not only `eerie-c run`) merges the firmware's call
-    graphs (start-up, harness, model, one interrupt) and checks the bound against the stack
-    reserve of the board's linker script."""
-    rep = compile_model(models_dir / "ad01_int8.tflite", tmp_path / "fw", board="mps2-an386").report
+    graphs (start-up, harness, model, one interrupt or the RISC-V trap handler) and checks the
+    bound against the stack reserve of the board's linker script."""
+    rep = compile_model(models_dir / "ad01_int8.tflite", tmp_path / "fw", board=base).report
     fw = rep["firmware_stack_bound_bytes"]
     assert rep["stack_bound_bytes"] < fw <= 16384
     assert rep["firmware_stack"]["path"][:2] == ["Reset_Handler", "main"]
     board = json.loads((__import__("eerie_c.resources", fromlist=["x"]).resource_dir("boards")
-                        / "mps2-an386.json").read_text())
+                        / f"{base}.json").read_text())
     import shutil
     from eerie_c.resources import resource_dir
-    shutil.copy(resource_dir("boards") / "mps2-an386.ld", tmp_path / "tiny-stack.ld")
+    shutil.copy(resource_dir("boards") / f"{base}.ld", tmp_path / "tiny-stack.ld")
     board.update(name="tiny-stack", stack_bytes=fw - 8, linker_script="tiny-stack.ld")
     (tmp_path / "tiny-stack.json").write_text(json.dumps(board))
     out = tmp_path / "o"

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import random_inputs, tflm_run
+from conftest import random_inputs, require_tools, tflm_run
 from eerie_c.api import compile_model, run_model
 from eerie_c.errors import CompilerBug
 from eerie_c.plan import prove_plan
@@ -95,7 +95,7 @@ def test_plan_header_and_direct_writes_on_host(tmp_path):
     np.testing.assert_array_equal(got, tflm_run(model, xs)[0])
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "riscv32imac"])
 def test_caller_buffers_still_work(tmp_path, target):
     """run_model's host harness passes its own buffers: copied into the slots first."""
     model, shapes = two_input_model()
@@ -142,16 +142,19 @@ def test_proof_checks_input_slots(tmp_path):
 
 
 @pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
-def test_firmware_reads_inputs_into_the_arena(tmp_path):
+@pytest.mark.parametrize("board,nm", [("mps2-an386", "arm-none-eabi-nm"),
+                                      ("riscv-virt", "riscv64-unknown-elf-nm")])
+def test_firmware_reads_inputs_into_the_arena(tmp_path, board, nm):
+    require_tools(nm, "qemu-system-riscv32")
     model, shapes = two_input_model()
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
     xs = [random_inputs(s, "int8", 2, seed=20 + k) for k, s in enumerate(shapes)]
     out = tmp_path / "fw"
-    got, rep = run_model(p, xs, board="mps2-an386", out_dir=out)   # a board: in the arena by default
-    assert rep["inputs_in_arena"] is True
+    got, rep = run_model(p, xs, board=board, out_dir=out)   # a board: in the arena by default
+    assert rep["inputs_in_arena"] is True and rep["board"] == board
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
     (elf,) = out.rglob("*.elf")
-    syms = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True,
+    syms = subprocess.run([nm, str(elf)], capture_output=True, text=True,
                           check=True).stdout.split()
     assert "m_arena" in syms and "input0" not in syms and "input1" not in syms and "output0" in syms

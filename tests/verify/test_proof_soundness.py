@@ -186,6 +186,7 @@ int32_t entry(const int8_t *x, int n) {
 @pytest.mark.parametrize("cc,flags", [
     ("gcc", ["-std=c99", "-O2"]),
     ("arm-none-eabi-gcc", ["-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb"]),
+    ("riscv64-unknown-elf-gcc", ["-std=c99", "-O2", "-march=rv32imac", "-mabi=ilp32", "-specs=picolibc.specs"]),
 ])
 def test_stack_bound_rejects_an_external_allocator(tmp_path, cc, flags):
     """The call graph gcc wrote has malloc as an external callee: rejected, not charged an

@@ -9,16 +9,26 @@ import pytest
 from conftest import require_tools
 from eerie_c.errors import CompilerBug
 from eerie_c.verify.lib_stack_table import MULTILIB_STACK
+from eerie_c.toolchain.targets import TARGETS
+from eerie_c.verify.lib_stack_table_riscv import MULTILIB_STACK as RV_MULTILIB_STACK
 from eerie_c.verify.stack import ARM_EXTERNAL_STACK, parse_ci, stack_bound
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2"]
 ARM_M4 = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+RV_CC = "riscv64-unknown-elf-gcc"
+# The targets' own -march/-mabi/picolibc flags (issue 18: every target test runs for RISC-V too)
+RV32IMAC = TARGETS["riscv32imac"].arch_flags.split()
+RV32IMAFC = TARGETS["riscv32imafc"].arch_flags.split()
 # Each compiler must be on PATH: a missing one fails the test (require_tools), never skips it.
 TOOLCHAINS = [
     pytest.param("gcc", STRICT, id="host"),
     pytest.param("arm-none-eabi-gcc", STRICT + ARM_M4, id="cortex-m4"),
     pytest.param("arm-none-eabi-gcc", STRICT + ["-mcpu=cortex-m0", "-mthumb"], id="cortex-m0"),
+    pytest.param(RV_CC, STRICT + RV32IMAC, id="riscv32imac"),
 ]
+# The compilers of the whole-firmware tests: one Arm, one RISC-V
+CROSS = [pytest.param("arm-none-eabi-gcc", STRICT + ARM_M4, id="cortex-m4"),
+         pytest.param(RV_CC, STRICT + RV32IMAFC, id="riscv32imafc")]
 
 
 @pytest.fixture(autouse=True)
@@ -156,7 +166,31 @@ float entry(float v) { return act(v) + 1.0f; }
     assert r["externals"]["expf"] == ARM_EXTERNAL_STACK["expf"]
 
 
-@pytest.mark.parametrize("cc,flags", TOOLCHAINS[:2])
+EXPF_SRC = """
+#include <math.h>
+__attribute__((noinline)) float act(float v) { volatile float t[4]; t[0] = v; return expf(t[0]); }
+float entry(float v) { return act(v) + 1.0f; }
+"""
+
+
+@pytest.mark.parametrize("flags,multilib,soft", [(RV32IMAFC, "rv32imafc/ilp32f", False),
+                                                 (RV32IMAC, "rv32imac/ilp32", True)])
+def test_external_callee_allowance_riscv(tmp_path, flags, multilib, soft):
+    """picolibc's expf is charged its depth measured for the multilib the flags link (hard
+    float: no libgcc calls; soft float: the float additions call __addsf3 too)."""
+    require_tools(RV_CC)
+    r = stack_bound(_write(tmp_path, EXPF_SRC), [], RV_CC, STRICT + flags, "entry")
+    own = RV_MULTILIB_STACK[multilib]
+    assert r["externals"]["expf"] == own["expf"] > 0
+    assert r["path"] == ["entry", "act", "expf"]
+    assert set(r["externals"]) == ({"expf", "__addsf3"} if soft else {"expf"}), r["externals"]
+    for name, depth in r["externals"].items():
+        assert depth == own[name], name
+    f = r["functions"]
+    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f["act"]["frame"] + own["expf"]
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS[:2] + TOOLCHAINS[3:])
 def test_indirect_call_and_recursion_rejected(tmp_path, cc, flags):
     ind = """
 typedef int (*fn)(int);
@@ -237,12 +271,12 @@ int32_t work(const int8_t *x) { return deep(x) + 1; }
 """
 
 
-def _program_cis(tmp_path, sources: dict[str, str], flags):
+def _program_cis(tmp_path, sources: dict[str, str], flags, cc="arm-none-eabi-gcc"):
     from eerie_c.verify.stack import _compile_ci
     out = []
     for name, text in sources.items():
         c = _write(tmp_path, text, name)
-        _compile_ci(c, [], "arm-none-eabi-gcc", flags, tmp_path)
+        _compile_ci(c, [], cc, flags, tmp_path)
         out.append(tmp_path / (c.stem + ".ci"))
     return out
 
@@ -256,12 +290,12 @@ def _su_frames(tmp_path) -> dict[str, int]:
     return frames
 
 
-def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, cross_cc):
+@pytest.mark.parametrize("cc,flags", CROSS)
+def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, cc, flags):
     """Whole-firmware bound: call graphs of several files merged (entry in one file, callee and
     its static helper in another), plus the exception frame and the deepest handler."""
     from eerie_c.verify.stack import program_stack_bound
-    flags = STRICT + ARM_M4
-    cis = _program_cis(tmp_path, {"a.c": PROGRAM_A, "b.c": PROGRAM_B}, flags)
+    cis = _program_cis(tmp_path, {"a.c": PROGRAM_A, "b.c": PROGRAM_B}, flags, cc)
     r = program_stack_bound(cis, "entry", ["tick"], 104)
     f = _su_frames(tmp_path)
     assert r["path"] == ["entry", "work", "deep"]
@@ -271,10 +305,11 @@ def test_program_bound_merges_files_and_adds_one_interrupt(tmp_path, cross_cc):
     assert r["stack_bound_bytes"] == thread + 104 + f["tick"]
 
 
-def test_program_bound_rejects_recursion_across_files(tmp_path, cross_cc):
+@pytest.mark.parametrize("cc,flags", CROSS)
+def test_program_bound_rejects_recursion_across_files(tmp_path, cc, flags):
     from eerie_c.verify.stack import program_stack_bound
     a = "int pong(int n);\nint ping(int n) { return n ? pong(n - 1) : 0; }\nvoid entry(void);\nvolatile int s;\nvoid entry(void) { s = ping(s); }\n"
     b = "int ping(int n);\nint pong(int n) { return n ? ping(n - 1) + 1 : 1; }\n"
-    cis = _program_cis(tmp_path, {"a.c": a, "b.c": b}, STRICT + ARM_M4)
+    cis = _program_cis(tmp_path, {"a.c": a, "b.c": b}, flags, cc)
     with pytest.raises(CompilerBug, match="recursion"):
         program_stack_bound(cis, "entry", [], 32)

@@ -10,21 +10,29 @@ import re
 
 import pytest
 
+from conftest import require_tools
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
 from eerie_c.kernels import REGISTRY, load_all
-from eerie_c.toolchain.targets import get_target
+from eerie_c.toolchain.targets import TARGETS, get_target
 from eerie_c.verify.ast_proof import prove_c
 from eerie_c.verify.proof_config import PORTABLE, features, target_config
 
-# Fails (never skips) without gcc and arm-none-eabi-gcc.
+# Fails (never skips) without gcc, arm-none-eabi-gcc and riscv64-unknown-elf-gcc.
 pytestmark = pytest.mark.usefixtures("host_cc", "cross_cc")
+
+
+@pytest.fixture(autouse=True)
+def _riscv_cc():
+    require_tools("riscv64-unknown-elf-gcc")
+
 
 # One feature branch per family: a macro only that target's compiler defines.
 FAMILIES = {
     "cortex-m4": "defined(__ARM_FEATURE_DSP)",                                  # DSP
     "cortex-m55": "defined(__ARM_FEATURE_MVE)",                                 # MVE
     "cortex-m3": "defined(__thumb2__) && !defined(__ARM_FEATURE_DSP)",          # plain
+    "riscv32imac": "defined(__riscv) && !defined(__riscv_flen)",                # RISC-V, soft float
 }
 
 HEAD = "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
@@ -68,12 +76,12 @@ def test_forbidden_construct_in_target_branch_fails(tmp_path, target, construct)
     msg = str(e.value)
     assert re.search(pattern, msg), msg
     assert f"in function entry (snippet.c:{line})" in msg, msg
-    assert f"preprocessed for {target} (arm-none-eabi-gcc" in msg, msg
+    assert f"preprocessed for {target} ({TARGETS[target].cc}" in msg, msg
 
 
 # which targets' compilers take each family's branch (the M55 has the DSP extension too)
 TAKEN_BY = {"cortex-m4": {"cortex-m4", "cortex-m55"}, "cortex-m55": {"cortex-m55"},
-            "cortex-m3": {"cortex-m3"}}
+            "cortex-m3": {"cortex-m3"}, "riscv32imac": {"riscv", "riscv32imc", "riscv32imac"}}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -81,7 +89,8 @@ def test_each_branch_is_taken_by_its_targets_only(tmp_path, family):
     """The matrix above is not vacuous: a branch is proved exactly where it is built."""
     c = tmp_path / "snippet.c"
     c.write_text(_snippet(FAMILIES[family], "malloc"))
-    for target in ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"):
+    for target in ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55",
+                   "riscv", "riscv32imc", "riscv32imac", "riscv32imafc"):
         config = target_config(get_target(target))
         taken = target in TAKEN_BY[family] or (family == "cortex-m4" and target in ("cortex-m7", "cortex-m33"))
         if taken:
@@ -129,7 +138,8 @@ def _inject(monkeypatch, kind: str, code: str):
 
 
 @pytest.mark.parametrize("target,cond", [("cortex-m4", "defined(__ARM_FEATURE_DSP)"),
-                                         ("cortex-m55", "defined(__ARM_FEATURE_MVE)")])
+                                         ("cortex-m55", "defined(__ARM_FEATURE_MVE)"),
+                                         ("riscv32imac", "defined(__riscv)")])
 def test_kernel_hiding_an_unbounded_loop_in_a_target_branch_fails_the_compile(models_dir, monkeypatch,
                                                                                target, cond):
     """The real pipeline: a kernel lowering that emits a while loop in a target-feature
@@ -153,7 +163,7 @@ def test_kernel_hiding_stack_asm_under_gnuc_fails_the_compile(models_dir, monkey
 # kernels eerie_conv_pair_s8 and eerie_conv_pair_s8w (helpers/gemm_dsp.c.j2 has both)
 @pytest.mark.parametrize("target,feature,asm_loops", [
     ("cortex-m4", "__ARM_FEATURE_DSP", 3), ("cortex-m55", "__ARM_FEATURE_MVE", 0),
-    ("cortex-m3", "__thumb2__", 0), ("host", None, 0)])
+    ("cortex-m3", "__thumb2__", 0), ("riscv32imafc", "__riscv_flen", 0), ("host", None, 0)])
 def test_report_records_each_configuration_proved(models_dir, tmp_path, target, feature, asm_loops):
     compile_model(models_dir / "kws_ref_model.tflite", tmp_path / "o", target=target, name="kws")
     r = json.loads((tmp_path / "o" / "report.json").read_text())
@@ -164,7 +174,9 @@ def test_report_records_each_configuration_proved(models_dir, tmp_path, target, 
     assert set(per) == set(configs)
     if feature:
         assert feature in per[configs[0]]["features"]
-        # the target build really has code only its configuration sees
+    if feature and TARGETS[target].family == "arm":
+        # the target build really has code only its configuration sees (RISC-V: no kernel
+        # has a RISC-V branch yet; the configuration is still the target compiler's)
         assert per[configs[0]]["asm_statements"] > 0
     assert per[configs[0]]["asm_loops"] == asm_loops
     assert per[configs[1]]["asm_statements"] == 0

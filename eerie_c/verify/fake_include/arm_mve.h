@@ -9,6 +9,7 @@
 #include <stdint.h>
 typedef struct { int8_t lane[16]; } int8x16_t;
 typedef struct { int32_t lane[4]; } int32x4_t;
+typedef struct { int16_t lane[8]; } int16x8_t;
 typedef struct { uint32_t lane[4]; } uint32x4_t;
 typedef uint16_t mve_pred16_t;
 /* loads and stores (contiguous, predicated, scatter) */
@@ -48,4 +49,11 @@ int32x4_t vshlq_r_s32(int32x4_t a, int32_t b);
 int32x4_t vrshlq_n_s32(int32x4_t a, int32_t b);
 int32x4_t vmaxq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vminq_s32(int32x4_t a, int32x4_t b);
+/* the average pool's window sums (helpers/pool_mve.c.j2) */
+int16x8_t vldrbq_s16(const int8_t *p);
+int16x8_t vldrbq_z_s16(const int8_t *p, mve_pred16_t pred);
+int16x8_t vdupq_n_s16(int16_t x);
+int16x8_t vaddq_s16(int16x8_t a, int16x8_t b);
+void vst1q_s16(int16_t *p, int16x8_t v);
+mve_pred16_t vctp16q(uint32_t n);
 #endif

@@ -43,6 +43,7 @@ float powf(float x, float y);
 float atan2f(float x, float y);
 float fmaxf(float x, float y);
 float fminf(float x, float y);
+float fmaf(float x, float y, float z);
 float fmodf(float x, float y);
 float hypotf(float x, float y);
 double exp(double x);

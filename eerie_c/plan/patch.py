@@ -1,0 +1,241 @@
+"""Patch-based execution of the first layers (MCUNetV2's idea): geometry and the planner's choice.
+
+A layer-by-layer schedule never needs less RAM than its largest set of live activations, and on
+image models that peak sits in the first, high-resolution layers. A *patch stage* runs a prefix
+of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1) tile by tile: the output of
+the prefix's last layer is cut into a grid of tiles, and for each tile every layer computes only
+the region of its output that the tile needs (its receptive field, halo included), into small
+per-layer patch buffers. Only the prefix's input and output exist at full size; the intermediates
+shrink to one tile's region, at the cost of recomputing the overlapping halos.
+
+Regions are (y0, x0, rows, cols) of a layer's output in that tensor's own coordinates. A layer
+reads the input region its window touches, clipped to the image (taps in the padding read no
+memory: the kernel adds the zero point's term itself, so the arithmetic is the layer-by-layer one).
+Patch buffer k holds layer k's region for the current tile, rows x cols x channels, row-major.
+Two buffers are live at once (layer k reads buffer k-1 and writes buffer k), so they go at the
+two ends of one scratch block of S = max(size(k-1) + size(k)) bytes: even k at offset 0, odd k
+ending at S. plan/patch_proof.py checks all of this independently of this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGN = 16
+KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+MAX_GRID = 8        # tiles per axis the planner tries
+MAX_PREFIX = 12     # layers the planner tries in one stage
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The window geometry of one layer of a stage (NHWC, batch 1)."""
+    kind: str
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pad_t: int
+    pad_l: int
+
+    @property
+    def macs_per_pixel(self) -> int:
+        per_tap = self.in_c if self.kind == "CONV_2D" else 1
+        return self.out_c * self.kh * self.kw * per_tap
+
+    def needs(self, region: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """The input region (clipped to the image) that this layer reads for `region`."""
+        y0, x0, rows, cols = region
+        ylo = max(0, y0 * self.sh - self.pad_t)
+        yhi = min(self.in_h - 1, (y0 + rows - 1) * self.sh - self.pad_t + (self.kh - 1) * self.dh)
+        xlo = max(0, x0 * self.sw - self.pad_l)
+        xhi = min(self.in_w - 1, (x0 + cols - 1) * self.sw - self.pad_l + (self.kw - 1) * self.dw)
+        return ylo, xlo, yhi - ylo + 1, xhi - xlo + 1
+
+
+@dataclass
+class PatchPlan:
+    """One patch stage: ops steps [0, len(ops)) of the graph, run tile by tile."""
+    ops: list                      # the original Op objects, in order
+    layers: list[Layer]
+    tensors: list[str]             # stage input, the intermediates, stage output
+    grid: tuple[int, int]
+    tiles: list[list[tuple[int, int, int, int]]]   # per tile, per layer: its output region
+    buf_offsets: list[int]         # per intermediate k (layer k's output) in the scratch block
+    buf_bytes: list[int]           # what each buffer may hold (largest region, aligned)
+    scratch_bytes: int
+    macs: int                      # MACs of the stage run layer by layer
+    patched_macs: int              # MACs of the stage run tile by tile
+    # Where the stage output may start relative to the stage input's first byte so that the
+    # two share bytes (None: they may not): no tile writes an output byte over an input byte
+    # a later tile still reads (out_shift below). Used when the input lives in the arena and
+    # nothing after the stage reads it (plan/lifetimes.py, "shift" layout).
+    shift: int | None = None
+
+    @property
+    def extra_macs(self) -> int:
+        return self.patched_macs - self.macs
+
+    def max_region(self, k: int) -> tuple[int, int]:
+        return (max(t[k][2] for t in self.tiles), max(t[k][3] for t in self.tiles))
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _out_size(padding: str, size: int, k: int, s: int, d: int) -> int:
+    return (size + s - 1) // s if padding == "SAME" else (size + s - ((k - 1) * d + 1)) // s
+
+
+def layer_of(op, g) -> Layer | None:
+    """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv or
+    depthwise over a batch-1 NHWC tensor, or a padding this module does not know)."""
+    if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
+        return None
+    if len(op.inputs) < 2 or op.inputs[0] is None or op.inputs[1] is None:
+        return None
+    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    if x.dtype != "int8" or y.dtype != "int8" or w.dtype != "int8" or not w.is_const:
+        return None
+    if len(x.shape) != 4 or len(y.shape) != 4 or x.shape[0] != 1 or y.shape[0] != 1:
+        return None
+    a = op.attrs
+    padding = a.get("padding", "VALID")
+    if padding not in ("SAME", "VALID"):
+        return None
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+    kh, kw = (w.shape[1], w.shape[2])
+    if op.kind == "DEPTHWISE_CONV_2D" and w.shape[3] != x.shape[3]:
+        return None   # depth multiplier > 1: not in the per-tile kernel
+    _, in_h, in_w, in_c = x.shape
+    _, out_h, out_w, out_c = y.shape
+    if (_out_size(padding, in_h, kh, sh, dh), _out_size(padding, in_w, kw, sw, dw)) != (out_h, out_w):
+        return None
+    pad_t = max((out_h - 1) * sh + (kh - 1) * dh + 1 - in_h, 0) // 2
+    pad_l = max((out_w - 1) * sw + (kw - 1) * dw + 1 - in_w, 0) // 2
+    return Layer(op.kind, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, sh, sw, dh, dw, pad_t, pad_l)
+
+
+def chain_prefix(g) -> tuple[list, list[Layer]]:
+    """The longest run of patchable ops from step 0 where each reads the previous one's output,
+    which nothing else reads and which is no graph output."""
+    ops, layers = [], []
+    readers = g.readers()
+    for op in g.ops[:MAX_PREFIX]:
+        lay = layer_of(op, g)
+        if lay is None:
+            break
+        if ops:
+            prev = ops[-1].outputs[0]
+            if op.inputs[0] != prev or len(readers.get(prev, [])) != 1 or prev in g.outputs:
+                break
+        elif op.inputs[0] in g.outputs:
+            break
+        ops.append(op)
+        layers.append(lay)
+    return ops, layers
+
+
+def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    cuts = [n * i // parts for i in range(parts + 1)]
+    return [(a, b - a) for a, b in zip(cuts, cuts[1:])]
+
+
+def tile_regions(layers: list[Layer], grid: tuple[int, int]) -> list[list[tuple[int, int, int, int]]]:
+    """Per tile (row-major over the grid), per layer: the output region that layer computes."""
+    last = layers[-1]
+    tiles = []
+    for y0, rows in _bounds(last.out_h, grid[0]):
+        for x0, cols in _bounds(last.out_w, grid[1]):
+            regs = [(y0, x0, rows, cols)]
+            for lay in reversed(layers[1:]):
+                regs.append(lay.needs(regs[-1]))
+            tiles.append(regs[::-1])
+    return tiles
+
+
+def make_plan(ops, layers: list[Layer], grid: tuple[int, int]) -> PatchPlan:
+    grid = (max(1, min(grid[0], layers[-1].out_h)), max(1, min(grid[1], layers[-1].out_w)))
+    tiles = tile_regions(layers, grid)
+    sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c)
+             for k in range(len(layers) - 1)]
+    pairs = [sizes[0]] + [a + b for a, b in zip(sizes, sizes[1:])]
+    total = max(pairs)
+    offsets = [0 if k % 2 == 0 else total - s for k, s in enumerate(sizes)]
+    macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
+    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(len(layers)))
+    tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
+    return PatchPlan(list(ops), list(layers), tensors, grid, tiles, offsets, sizes, total, macs, patched,
+                     shift=out_shift(layers, tiles))
+
+
+def out_shift(layers: list[Layer], tiles) -> int:
+    """The largest 16-byte-aligned d such that the stage output placed d bytes after the stage
+    input's first byte is safe: tiles run in order, each reads its input (layer 0) before it
+    writes its output (last layer), so every byte tiles 0..t wrote must lie below every input
+    byte tiles t+1.. read: d + (end of the writes so far) <= (first byte read from now on)."""
+    first, last = layers[0], layers[-1]
+    row_in, row_out = first.in_w * first.in_c, last.out_w * last.out_c
+    reads, writes = [], []
+    for regs in tiles:
+        y0, x0, rows, cols = first.needs(regs[0])
+        reads.append(y0 * row_in + x0 * first.in_c)
+        oy, ox, orows, ocols = regs[-1]
+        writes.append((oy + orows - 1) * row_out + (ox + ocols) * last.out_c)
+    best = None
+    end = 0
+    for t in range(len(tiles) - 1):
+        end = max(end, writes[t])
+        d = min(reads[t + 1:]) - end
+        best = d if best is None else min(best, d)
+    if best is None:   # one tile: it reads everything before it writes anything
+        best = 0
+    return best // ALIGN * ALIGN   # floor: any smaller d is safe too
+
+
+def candidates(g, total_macs: int, max_recompute: float) -> list[PatchPlan]:
+    """For each prefix length (at least two layers), the grid with the smallest patch
+    buffers whose halo recomputation stays within max_recompute percent of the model's MACs
+    (ties: fewer tiles). The planner then compares whole arenas (choose in pipeline)."""
+    ops, layers = chain_prefix(g)
+    out = []
+    for n in range(2, len(ops) + 1):
+        best = None
+        last = layers[n - 1]
+        for gy in range(1, min(MAX_GRID, last.out_h) + 1):
+            for gx in range(1, min(MAX_GRID, last.out_w) + 1):
+                if gy * gx == 1:
+                    continue
+                p = make_plan(ops[:n], layers[:n], (gy, gx))
+                if p.extra_macs * 100 > max_recompute * total_macs:
+                    continue
+                key = (p.scratch_bytes, gy * gx, gy)
+                if best is None or key < best[0]:
+                    best = (key, p)
+        if best is not None:
+            out.append(best[1])
+    return out
+
+
+def summary(p: PatchPlan) -> dict:
+    """What report.json / report.md show of a stage."""
+    halo = []
+    for k, lay in enumerate(p.layers):
+        rows, cols = p.max_region(k)
+        halo.append({"layer": p.ops[k].name.split(";")[0], "kind": lay.kind,
+                     "output": [lay.out_h, lay.out_w, lay.out_c], "max_region": [rows, cols],
+                     "buffer_bytes": p.buf_bytes[k] if k < len(p.buf_bytes) else None,
+                     "buffer_offset": p.buf_offsets[k] if k < len(p.buf_offsets) else None})
+    return {"layers": len(p.layers), "ops": [op.index for op in p.ops], "grid": list(p.grid),
+            "tiles": len(p.tiles), "patch_buffer_bytes": p.scratch_bytes,
+            "macs": p.macs, "patched_macs": p.patched_macs, "extra_macs": p.extra_macs,
+            "per_layer": halo}

@@ -1,0 +1,83 @@
+"""The planner's choice of a patch stage (plan/patch.py): which prefix, which grid, or none.
+
+Each candidate (a prefix length with its smallest-buffer grid within the recompute bound) is
+planned in full, with the stage as one op owning its patch buffers as scratch; the smallest
+arena wins, and patches are used only when that arena is smaller than the layer-by-layer one.
+"""
+from __future__ import annotations
+
+import copy
+
+from ..ir import Op
+from .arena import Plan, plan_memory
+from ..errors import EerieError
+from .patch import PatchPlan, candidates, chain_prefix, make_plan, summary
+
+STAGE = "PATCH_STAGE"
+
+
+def collapse(g, stage: PatchPlan):
+    """A copy of g whose first len(stage.ops) ops are replaced by one PATCH_STAGE op."""
+    n = len(stage.ops)
+    first = stage.ops[0]
+    attrs = {"patch": stage}
+    if stage.shift is not None:   # what lowering will say too (kernels/_patch.py)
+        attrs["inplace_of_input"] = "shift"
+    op = Op(STAGE, [stage.tensors[0]], [stage.tensors[-1]], attrs,
+            name=f"patch_stage_{first.index}_{stage.ops[-1].index}", index=first.index,
+            subgraph=first.subgraph)
+    g2 = copy.copy(g)
+    g2.ops = [op] + list(g.ops[n:])
+    return g2
+
+
+def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> dict:
+    out = {s - (n - 1): v for s, v in scratch.items() if s >= n}
+    out[0] = ("patch_stage", stage.scratch_bytes)
+    return out
+
+
+def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
+                   max_recompute: float, total_macs: int, forced=None) -> tuple[PatchPlan | None, dict]:
+    """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
+    layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
+    to use exactly that stage whatever it costs (tests, experiments)."""
+    tried = []
+    best = None
+    if forced is not None:
+        ops, layers = chain_prefix(g)
+        n, grid = forced
+        if not 2 <= n <= len(ops):
+            raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
+                             f"layers that can run in patches")
+        cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
+    else:
+        cands = candidates(g, total_macs, max_recompute)
+    for cand in cands:
+        plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
+                           inputs_in_arena=inputs_in_arena)
+        tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,
+                      "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs})
+        if best is None or plan.arena_bytes < best[0]:
+            best = (plan.arena_bytes, cand)
+    info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
+            "model_macs_before": total_macs, "candidates": tried, "chosen": None}
+    if forced is not None:
+        info["mode"] = "forced"
+    elif best is None or best[0] >= base.arena_bytes:
+        info["arena_bytes_after"] = base.arena_bytes
+        return None, info
+    info["chosen"] = summary(best[1])
+    info["arena_bytes_after"] = best[0]
+    info["extra_macs_percent"] = round(100.0 * best[1].extra_macs / max(total_macs, 1), 2)
+    return best[1], info
+
+
+def placed_overlap(g, plan: Plan, stage: PatchPlan) -> int:
+    """Bytes the stage output shares with the stage input in the final plan (the "shift"
+    layout, plan/patch.py out_shift), 0 when the planner kept them apart."""
+    a, b = plan.tensors[stage.tensors[0]], plan.tensors[stage.tensors[-1]]
+    if a.base != "arena" or b.base != "arena":
+        return 0
+    lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
+    return max(hi - lo, 0)

@@ -1,0 +1,176 @@
+"""Independent check of every patch stage (plan/patch.py) in a planned graph.
+
+proof.py proves the arena around a stage: the stage is one op that reads its input tensor,
+writes its output tensor and owns one scratch block at its step. This proves what happens
+inside that block and loop, re-deriving everything from the original ops (their attributes and
+tensor shapes), never from the planner's geometry:
+
+  * the stage's ops form a chain from the stage input to the stage output, and none of the
+    intermediates exists outside the stage (no other op reads or writes one, none is a graph
+    input or output): their storage is per tile, so their lifetime must end inside the loop;
+  * the window geometry the C uses (stride, dilation, padding, sizes) is each op's own;
+  * simulating the loop tile by tile, layer by layer, with what each patch buffer holds (which
+    tensor, which region, which bytes of the scratch block): every layer's output region lies
+    inside its tensor; each buffer lies inside the scratch block; the input rows and columns a
+    layer's window touches (clipped to the image: padding taps read no memory) are held by the
+    buffer of the previous layer's output, written by this tile and not overwritten since, or
+    come from the stage input; a layer never writes bytes that hold its own input;
+  * the tiles' final regions cover the stage output exactly once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompilerBug
+
+STAGE = "PATCH_STAGE"
+
+
+def _geometry(op, g) -> dict:
+    """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
+    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    a = op.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+    kh, kw = int(w.shape[1]), int(w.shape[2])
+    pads = []
+    for size, out, k, s, d in ((x.shape[1], y.shape[1], kh, sh, dh), (x.shape[2], y.shape[2], kw, sw, dw)):
+        need = (out - 1) * s + (k - 1) * d + 1
+        pads.append(max(need - size, 0) // 2 if a.get("padding") == "SAME" else 0)
+    return dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
+                out_w=y.shape[2], out_c=y.shape[3], kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw,
+                pad_t=pads[0], pad_l=pads[1])
+
+
+def _touched(lo: int, n: int, stride: int, pad: int, k: int, d: int, size: int) -> tuple[int, int]:
+    """[first, last] input index any window of outputs lo..lo+n-1 touches inside [0, size)."""
+    idx = [o * stride - pad + t * d for o in range(lo, lo + n) for t in range(k)]
+    idx = [i for i in idx if 0 <= i < size]
+    return (min(idx), max(idx)) if idx else (0, -1)
+
+
+def _prove_chain(g, op, stage, where: str) -> list[dict]:
+    ops, tensors = stage.ops, stage.tensors
+    if len(ops) < 2 or len(tensors) != len(ops) + 1 or len(stage.layers) != len(ops):
+        raise CompilerBug(f"{where}: {len(ops)} ops, {len(tensors)} tensors, {len(stage.layers)} layers")
+    if list(op.inputs) != [tensors[0]] or list(op.outputs) != [tensors[-1]]:
+        raise CompilerBug(f"{where}: the stage op reads {op.inputs} and writes {op.outputs}, its "
+                          f"layers go from {tensors[0]} to {tensors[-1]}")
+    geo = []
+    for k, sop in enumerate(ops):
+        if sop.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D") or list(sop.outputs) != [tensors[k + 1]] \
+                or sop.inputs[0] != tensors[k]:
+            raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
+                              f"{tensors[k]} and write {tensors[k + 1]}")
+        if any(g.t(t).dtype != "int8" or g.t(t).shape[0] != 1 for t in (tensors[k], tensors[k + 1])):
+            raise CompilerBug(f"{where}: layer {k} is not int8 over one batch")
+        gk = _geometry(sop, g)
+        if sop.kind == "DEPTHWISE_CONV_2D" and gk["in_c"] != gk["out_c"]:
+            raise CompilerBug(f"{where}: layer {k} is a depthwise with a depth multiplier")
+        mine = {f: getattr(stage.layers[k], f) for f in gk}
+        if mine != gk:
+            raise CompilerBug(f"{where}: layer {k} is emitted with geometry {mine}, the op has {gk}")
+        geo.append(gk)
+    inner = set(tensors[1:-1])
+    for other in g.ops:
+        used = {t for t in list(other.inputs) + list(other.outputs) if t is not None}
+        if used & inner:
+            raise CompilerBug(f"{where}: {sorted(used & inner)[0]} lives in a per-tile patch buffer "
+                              f"but op {other.index} ({other.kind}) uses it outside the stage")
+        if any(other is s for s in ops):
+            raise CompilerBug(f"{where}: op {other.index} runs both in the stage and on its own")
+    if inner & (set(g.inputs) | set(g.outputs)):
+        raise CompilerBug(f"{where}: a graph input or output lives in a per-tile patch buffer")
+    return geo
+
+
+def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
+    n = len(geo)
+    last = geo[-1]
+    cover = np.zeros((last["out_h"], last["out_w"]), np.int32)
+    for t, regions in enumerate(stage.tiles):
+        if len(regions) != n:
+            raise CompilerBug(f"{where}: tile {t} has {len(regions)} regions for {n} layers")
+        held: dict[int, tuple] = {}   # buffer -> (region, first byte, end byte)
+        for k, gk in enumerate(geo):
+            y0, x0, rows, cols = (int(v) for v in regions[k])
+            tag = f"{where}, tile {t}, layer {k}"
+            if rows < 1 or cols < 1 or y0 < 0 or x0 < 0 or y0 + rows > gk["out_h"] or x0 + cols > gk["out_w"]:
+                raise CompilerBug(f"{tag}: output region {regions[k]} outside {gk['out_h']}x{gk['out_w']}")
+            ylo, yhi = _touched(y0, rows, gk["sh"], gk["pad_t"], gk["kh"], gk["dh"], gk["in_h"])
+            xlo, xhi = _touched(x0, cols, gk["sw"], gk["pad_l"], gk["kw"], gk["dw"], gk["in_w"])
+            src = None
+            if k > 0:
+                if k - 1 not in held:
+                    raise CompilerBug(f"{tag}: reads patch buffer {k - 1}, which no longer holds "
+                                      f"what layer {k - 1} wrote for this tile (overwritten)")
+                (sy, sx, sr, sc), lo, hi = src = held[k - 1]
+                if ylo <= yhi and xlo <= xhi and not (sy <= ylo and yhi < sy + sr and sx <= xlo and xhi < sx + sc):
+                    raise CompilerBug(f"{tag}: reads input rows {ylo}..{yhi}, columns {xlo}..{xhi}, "
+                                      f"but layer {k - 1} wrote only rows {sy}..{sy + sr - 1}, "
+                                      f"columns {sx}..{sx + sc - 1} for this tile (halo too small)")
+            if k == n - 1:
+                cover[y0:y0 + rows, x0:x0 + cols] += 1
+                continue
+            off = int(stage.buf_offsets[k])
+            end = off + rows * cols * gk["out_c"]
+            if off < 0 or off % 16 or end > block:
+                raise CompilerBug(f"{tag}: patch buffer {k} at [{off}, {end}) is misaligned or "
+                                  f"outside the {block}-byte scratch block")
+            if src is not None and off < src[2] and src[1] < end:
+                raise CompilerBug(f"{tag}: writes patch buffer {k} [{off}, {end}) over its own "
+                                  f"input, patch buffer {k - 1} [{src[1]}, {src[2]})")
+            for j in [j for j, (_, lo, hi) in held.items() if off < hi and lo < end]:
+                del held[j]   # overwritten: whatever it held is gone
+            held[k] = ((y0, x0, rows, cols), off, end)
+    if cover.min() != 1 or cover.max() != 1:
+        bad = np.argwhere(cover != 1)[0]
+        raise CompilerBug(f"{where}: the tiles write output pixel {tuple(int(v) for v in bad)} "
+                          f"{int(cover[tuple(bad)])} times (each must be written once)")
+
+
+def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
+    """Prove every patch stage of the planned graph g; None when there is none."""
+    stages = 0
+    for step, op in enumerate(g.ops):
+        if op.kind != STAGE:
+            continue
+        stage = op.attrs["patch"]
+        where = f"patch proof (stage at step {step})"
+        blocks = [name for name, s in scratch_steps.items() if s == step]
+        if len(blocks) != 1 or blocks[0] not in plan.scratch:
+            raise CompilerBug(f"{where}: the stage owns {len(blocks)} scratch blocks, not one")
+        block = plan.scratch[blocks[0]].size
+        geo = _prove_chain(g, op, stage, where)
+        _prove_tiles(stage, geo, block, where)
+        stages += 1
+    if not stages:
+        return None
+    return {"check": "patch_plan", "ok": True, "stages": stages}
+
+
+def prove_shift(g, op, in_offset: int, out_offset: int) -> None:
+    """A patch stage whose output shares bytes with its input (the planner's "shift" layout):
+    simulate the tiles in order over the input's bytes, marking every output byte written;
+    each tile's first layer must read only input bytes no earlier tile overwrote (a tile reads
+    all its input before it writes its output). Geometry re-derived from the first and last ops."""
+    stage = op.attrs["patch"]
+    first, last = _geometry(stage.ops[0], g), _geometry(stage.ops[-1], g)
+    n_in = first["in_h"] * first["in_w"] * first["in_c"]
+    row_in, row_out = first["in_w"] * first["in_c"], last["out_w"] * last["out_c"]
+    clobbered = np.zeros(n_in, bool)
+    delta = out_offset - in_offset
+    for t, regions in enumerate(stage.tiles):
+        y0, x0, rows, cols = (int(v) for v in regions[0])
+        ylo, yhi = _touched(y0, rows, first["sh"], first["pad_t"], first["kh"], first["dh"], first["in_h"])
+        xlo, xhi = _touched(x0, cols, first["sw"], first["pad_l"], first["kw"], first["dw"], first["in_w"])
+        for iy in range(ylo, yhi + 1):
+            a, b = iy * row_in + xlo * first["in_c"], iy * row_in + (xhi + 1) * first["in_c"]
+            if clobbered[a:b].any():
+                raise CompilerBug(f"patch proof (output over input at {delta:+d} B): tile {t} reads "
+                                  f"input row {iy}, which an earlier tile's output overwrote")
+        oy, ox, orows, ocols = (int(v) for v in regions[-1])
+        for y in range(oy, oy + orows):
+            a = delta + y * row_out + ox * last["out_c"]
+            b = a + ocols * last["out_c"]
+            clobbered[max(a, 0):max(min(b, n_in), 0)] = True

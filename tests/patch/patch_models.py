@@ -1,0 +1,75 @@
+"""Chains of int8 CONV_2D / DEPTHWISE_CONV_2D built in the tests, for patch stages."""
+import numpy as np
+
+from tflite_builder import ACT, PAD, ModelBuilder
+
+
+def out_size(padding, size, k, stride, dil):
+    eff = (k - 1) * dil + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def chain_model(in_shape, layers, seed=0, tail=None):
+    """layers: (kind "conv" / "dw", out_c (conv), (kh, kw), (sh, sw), padding, (dh, dw), act,
+    per_channel). Output scales follow the accumulator's spread so outputs stay mostly
+    unsaturated. tail: "pool" adds an AVERAGE_POOL_2D after the chain (not patchable)."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    n, h, w, c = in_shape
+    scale = 0.05
+    x = mb.input(list(in_shape), "int8", scale=scale, zero_point=-7)
+    for kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel in layers:
+        oc = out_c if kind == "conv" else c
+        taps = kh * kw * (c if kind == "conv" else 1)
+        wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
+        wscale = rng.uniform(0.005, 0.015, oc) if per_channel else [0.01]
+        wt = mb.const(rng.integers(-127, 128, wshape), "int8", scale=wscale,
+                      zero_point=[0] * len(wscale), axis=0 if kind == "conv" else 3)
+        bscale = scale * np.asarray(wscale, np.float32)
+        b = mb.const(rng.integers(-3000, 3000, oc), "int32", scale=bscale,
+                     zero_point=[0] * len(bscale), axis=0)
+        oh, ow = out_size(padding, h, kh, sh, dh), out_size(padding, w, kw, sw, dw)
+        out_scale = scale * 0.75 * np.sqrt(taps)
+        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=3)
+        if kind == "conv":
+            mb.op("CONV_2D", [x, wt, b], [y], "Conv2DOptions", padding=PAD[padding], strideH=sh,
+                  strideW=sw, dilationHFactor=dh, dilationWFactor=dw, fusedActivationFunction=ACT[act])
+        else:
+            mb.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], "DepthwiseConv2DOptions", padding=PAD[padding],
+                  strideH=sh, strideW=sw, dilationHFactor=dh, dilationWFactor=dw, depthMultiplier=1,
+                  fusedActivationFunction=ACT[act])
+        x, h, w, c, scale = y, oh, ow, oc, out_scale
+    if tail == "pool":
+        y = mb.tensor([n, 1, 1, c], "int8", scale=scale, zero_point=3)
+        mb.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", padding=PAD["VALID"], strideH=1,
+              strideW=1, filterHeight=h, filterWidth=w, fusedActivationFunction=0)
+        x = y
+    mb.output(x)
+    return mb.build()
+
+
+# the first layers of vww_96_int8 (MobileNet v1 0.25), at odd sizes
+MOBILENET = [("conv", 8, (3, 3), (2, 2), "SAME", (1, 1), "RELU", True),
+             ("dw", None, (3, 3), (1, 1), "SAME", (1, 1), "RELU", True),
+             ("conv", 12, (1, 1), (1, 1), "SAME", (1, 1), "RELU", True),
+             ("dw", None, (3, 3), (2, 2), "SAME", (1, 1), "RELU", True)]
+# VALID padding, dilation, uneven strides and kernels, per-tensor weights, RELU6, no activation
+ODD = [("dw", None, (3, 3), (1, 1), "VALID", (2, 2), "NONE", True),
+       ("conv", 6, (2, 3), (1, 2), "SAME", (1, 1), "RELU6", False),
+       ("dw", None, (5, 5), (2, 2), "SAME", (1, 1), "RELU", True),
+       ("conv", 5, (3, 1), (2, 1), "VALID", (1, 1), "NONE", True)]
+
+
+def _mobilenet_v1_025():
+    """MobileNet v1 with width 0.25 (TFLM's person detection example's architecture)."""
+    layers = [("conv", 8, (3, 3), (2, 2), "SAME", (1, 1), "RELU6", True)]
+    for stride, ch in [(1, 16), (2, 32), (1, 32), (2, 64), (1, 64), (2, 128)] + [(1, 128)] * 5 \
+            + [(2, 256), (1, 256)]:
+        layers.append(("dw", None, (3, 3), (stride, stride), "SAME", (1, 1), "RELU6", True))
+        layers.append(("conv", ch, (1, 1), (1, 1), "SAME", (1, 1), "RELU6", True))
+    return layers
+
+
+# the person detector: 96x96 grey in, average pool at the end (RAM does not depend on the weights)
+MOBILENET_V1_025 = _mobilenet_v1_025()
+PERSON_DETECT_INPUT = (1, 96, 96, 1)

@@ -1,0 +1,35 @@
+"""Patch stages on the emulated boards, against TFLM: the per-tile kernels with SMLAD
+(mps2-an386 Cortex-M4, mps2-an500 M7, mps3-an547 M55), portable (mps2-an385 M3, riscv-virt), and the shared vww model with the
+planner's own choice; the stage's RAM is measured, not asserted (bench/compare_tflm.py)."""
+import numpy as np
+import pytest
+
+from conftest import eerie_run, random_inputs, tflm_run
+from patch_models import MOBILENET, ODD, chain_model
+
+BOARDS = ["mps2-an386", "mps3-an547"]
+# the chains also on a core without DSP (M3: the portable per-tile kernel), the M7 and RISC-V
+CHAIN_BOARDS = BOARDS + ["mps2-an385", "mps2-an500", "riscv-virt"]
+
+
+@pytest.mark.parametrize("board", CHAIN_BOARDS)
+@pytest.mark.parametrize("layers, shape, patch", [(MOBILENET, (1, 19, 23, 3), (4, (3, 4))),
+                                                  (ODD, (1, 21, 18, 4), (4, (2, 3)))])
+def test_chain_on_board_bit_exact(board_tools, tmp_path, board, layers, shape, patch):
+    model = chain_model(shape, layers, seed=3)
+    x = random_inputs(list(shape), "int8", 2, seed=7)
+    ref = tflm_run(model, [x])
+    got, report = eerie_run(model, [x], tmp_path, board=board, patch=patch)
+    assert report["ops"][0]["kind"] == "PATCH_STAGE"
+    np.testing.assert_array_equal(got[0], ref[0])
+
+
+@pytest.mark.parametrize("board", BOARDS)
+def test_vww_with_patches_on_board(board_tools, models_dir, tmp_path, board):
+    from eerie_c.api import run_model
+    path = models_dir / "vww_96_int8.tflite"
+    x = random_inputs([1, 96, 96, 3], "int8", 2, seed=1)
+    got, report = run_model(path, [x], board=board, patch="auto")
+    np.testing.assert_array_equal(got[0], tflm_run(path, [x])[0])
+    p = report["patches"]
+    assert p["chosen"] is not None and report["arena_bytes"] == p["arena_bytes_after"] < p["arena_bytes_before"]
