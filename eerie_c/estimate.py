@@ -26,9 +26,9 @@ PATCH_STAGE (plan/patch.py, the per-tile kernel of kernels/_patch.py, portable C
 DSP cores and no Helium): instructions per MAC of the stage *as run*, halos included (its "macs"
 is the patched MAC count). Fitted on DSP and Helium cores alike (the same C): vww_96_int8's
 4-layer 8x8 stage measured 5,951,160 (M4) and 5,739,343 (M55) instructions for 1,716,320 patched
-MACs (bench/profile_layers.py --patch auto), the person detector's 8-layer 4x4 stage (3,069,504
-patched MACs) about 10.3M (bench/patch_results.md, auto minus off plus the estimate of the
-prefix layer by layer on M55): 3.4 per patched MAC in both. On the M3 and RISC-V (portable per-tile
+MACs (bench/profile_layers.py --patch auto: 3.47 and 3.34 per MAC), the person detector's
+8-layer 2x3 stage 7,826,800 (M4) for 2,378,496 (3.29 per MAC), its earlier 8-layer 4x4 stage
+about 10.3M (M55) for 3,069,504 (3.36): 3.4 per patched MAC. On the M3 and RISC-V (portable per-tile
 kernel) there is no measurement yet: the family's generic cost per MAC, so rough.
 """
 from __future__ import annotations
