@@ -38,6 +38,8 @@ def test_growth_is_stage_minus_prefix_over_the_model(tmp_path):
     assert p["est_growth_percent"] == pytest.approx(100.0 * (stage - prefix) / off["est_instructions"], abs=0.01)
     # the report's figures add up: the model after is the model before plus the growth
     assert auto["est_instructions"] == pytest.approx(p["est_instructions_after"], rel=1e-3)
+    md = render_markdown(auto)
+    assert f"~{off['est_instructions']:,} layer by layer, ~{p['est_instructions_after']:,} with the stage" in md
 
 
 def test_tight_bound_refuses_the_stage_the_loose_one_takes(tmp_path):
