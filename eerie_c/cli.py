@@ -100,8 +100,9 @@ def _patch_args(p: argparse.ArgumentParser):
                    help="auto: run the first layers tile by tile (patch-based) when that makes "
                         "the arena smaller; off (default): layer by layer")
     p.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT",
-                   help="with --patch auto: most extra MACs from recomputed tile halos, in "
-                        "percent of the model's MACs (default 20)")
+                   help="with --patch auto: most growth of the model's estimated instructions "
+                        "(per-tile kernel and recomputed halos), in percent; the halos' extra "
+                        "MACs stay within it too (default 20)")
 
 
 def _patching(a) -> dict:

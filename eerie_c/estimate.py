@@ -21,6 +21,17 @@ kernels (kernels/_rv.py) on the four int8 models, per layer within 0.55-1.04x (t
 FULLY_CONNECTED layers are the low end); float with the FPU from ResNet-8 and ad01_fp32; soft
 float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
 only, so other float kernels in soft float are rough.
+
+PATCH_STAGE (plan/patch.py, the per-tile kernel of kernels/_patch.py, portable C with SMLAD on
+DSP cores and no Helium): instructions per MAC of the stage *as run*, halos included (its "macs"
+is the patched MAC count). Fitted on DSP and Helium cores alike (the same C): vww_96_int8's
+4-layer 8x8 stage measured 5,951,160 (M4) and 5,739,343 (M55) instructions for 1,716,320 patched
+MACs (bench/profile_layers.py --patch auto: 3.47 and 3.34 per MAC), the person detector's
+8-layer 2x3 stage 7,826,800 (M4) for 2,378,496 (3.29 per MAC), its earlier 8-layer 4x4 stage
+about 10.3M (M55) for 3,069,504 (3.36): 3.4 per patched MAC. The portable per-tile kernel from one
+stage each, vww_96_int8's 5-layer stage (2,011,232 patched MACs): 19,392,000 on the M3
+(mps2-an385, 9.64 per MAC), 22,886,553 on riscv-virt (11.38), and its 5-layer 4x5 stage on
+riscv-virt 19,866,442 for 1,646,976 (12.06): 9.6 and 12.1 (the higher, so that the bound holds).
 """
 from __future__ import annotations
 
@@ -63,6 +74,12 @@ COSTS.update({
                       "SOFTMAX": (0, 38, 0, 700)},
     ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
 })
+# the patch stage per family (see above): per patched MAC, plus a fixed cost
+STAGE_COSTS = {"dsp": (3.4, 0, 0, 200), "mve": (3.4, 0, 0, 200), "v7m": (9.6, 0, 0, 200),
+               "rv32": (12.1, 0, 0, 200)}
+for (_fam, _float), _table in list(COSTS.items()):
+    if not _float and _fam in STAGE_COSTS:
+        _table["PATCH_STAGE"] = STAGE_COSTS[_fam]
 # Kinds the fit has not seen: the portable C kernels' typical costs per MAC and per element.
 GENERIC = {("dsp", False): (5.0, 20, 8, 150), ("mve", False): (5.0, 20, 8, 150),
            ("v7m", False): (5.2, 44, 8, 150), ("fpu", True): (6.5, 20, 6, 150),
@@ -76,19 +93,25 @@ def _elements(tensors: list[dict]) -> int:
 
 def estimate_op(op: dict, target: str) -> int | None:
     """One layer of report.json's "ops" on `target`; None where there is no calibration."""
+    is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
+    return estimate_layer(op["kind"], op["macs"], _elements(op["inputs"]), _elements(op["outputs"]),
+                          is_float, target)
+
+
+def estimate_layer(kind: str, macs: int, in_elements: int, out_elements: int, is_float: bool,
+                   target: str) -> int | None:
+    """One layer from its kind, MACs and element counts (all inputs, all outputs)."""
     fam = FAMILY.get(target)
     if fam is None:
         return None
-    is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
     scale = V6M_SCALE if fam == "v6m" else 1.0
     fam = "v7m" if fam == "v6m" else fam
     if fam == "rv32":
         key = (("rv32f" if target in RV32_FPU else "rv32soft"), True) if is_float else (fam, False)
     else:
         key = (("soft" if fam == "v7m" else "fpu"), True) if is_float else (fam, False)
-    per_mac, per_out, per_in, fixed = COSTS[key].get(op["kind"], GENERIC[key])
-    n = (per_mac * op["macs"] + per_out * _elements(op["outputs"])
-         + per_in * _elements(op["inputs"]) + fixed)
+    per_mac, per_out, per_in, fixed = COSTS[key].get(kind, GENERIC[key])
+    n = per_mac * macs + per_out * out_elements + per_in * in_elements + fixed
     return int(round(n * scale, -1))
 
 
@@ -99,3 +122,32 @@ def add_estimates(report: dict) -> None:
         op["est_instructions"] = estimate_op(op, report["target"])
         total = None if total is None or op["est_instructions"] is None else total + op["est_instructions"]
     report["est_instructions"] = total if report["ops"] else None
+
+
+def stage_growth(g, lowered, target: str):
+    """(growth, estimate of the model layer by layer) for the patch planner (plan/patch_choice.py):
+    growth(stage) is the estimated instruction growth of the whole model, in percent, when the
+    stage replaces its prefix: the stage as run (per-tile kernel, halos included) minus the
+    prefix's layer-by-layer layers. (None, None) for a target without an estimate."""
+    def elements(tids):
+        return sum(math.prod(g.t(t).shape) for t in tids if t is not None)
+
+    def is_float(low):
+        return any(str(g.t(t).dtype).startswith("float") for t in list(low.inputs) + list(low.outputs)
+                   if t is not None)
+    step_of = {id(op): k for k, op in enumerate(g.ops)}
+    per_step = {}
+    for low in lowered:
+        per_step[step_of[id(low.op)]] = estimate_layer(low.op.kind, low.macs, elements(low.inputs),
+                                                       elements(low.outputs), is_float(low), target)
+    if not per_step or any(v is None for v in per_step.values()):
+        return None, None
+    before = sum(per_step.values())
+
+    def growth(stage) -> float:
+        n = len(stage.ops)
+        prefix = sum(per_step.get(k, 0) for k in range(n))
+        run = estimate_layer("PATCH_STAGE", stage.patched_macs, elements(stage.tensors[:1]),
+                             elements(stage.tensors[-1:]), False, target)
+        return 100.0 * (run - prefix) / max(before, 1)
+    return growth, before

@@ -23,7 +23,7 @@ from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
-from .estimate import add_estimates
+from .estimate import add_estimates, stage_growth
 from .progress import stage
 from .dynamic_io import dynamic_firmware, note_dynamic
 from .names import check_sources, merge_files, model_name
@@ -51,8 +51,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     called with the result so far (files and arena known, nothing verified) as the
     verification starts; what it returns is kept in the result's extra["before_verify"].
     patch: "auto" lets the planner run a prefix of the graph tile by tile when that makes the
-    arena smaller, recomputing at most max_recompute percent of the model's MACs in halos
-    (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments)."""
+    arena smaller, growing the model's estimated instructions (per-tile kernel and recomputed
+    halos, estimate.py) by at most max_recompute percent (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments)."""
     forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
     if forced is None and patch not in ("auto", "off"):
         raise EerieError(f"--patch must be auto or off, not {patch!r}")
@@ -73,8 +73,10 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         patching = None
         if patch != "off" and not getattr(g, "dynamic_batch", None) \
                 and getattr(g, "dynamic_dims", None) is None:
+            growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
-                                             int(sum(low.macs for low in lowered)), forced)
+                                             int(sum(low.macs for low in lowered)), forced,
+                                             growth, est_before)
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
                 lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)

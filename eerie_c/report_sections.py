@@ -117,13 +117,13 @@ def patch_lines(r: dict) -> list[str]:
     if ch is None and not p.get("candidates"):
         out.append("No patch stage: the graph does not start with two or more chained int8 CONV_2D / "
                    "DEPTHWISE_CONV_2D layers whose outputs nothing else reads, or no grid keeps the "
-                   f"recomputed halos within {p.get('max_recompute_percent')}% of the model's MACs.")
-        return out
+                   f"stage within {_bound_text(p)}.")
+        return out + _refused(p)
+    bound = _bound_text(p)
     if ch is None:
         out.append(f"No patch stage: none of the {len(p.get('candidates', []))} candidates within "
-                   f"{p.get('max_recompute_percent')}% extra MACs made the arena smaller than "
-                   f"{_b(p.get('arena_bytes_before'))} layer by layer.")
-        return out
+                   f"{bound} made the arena smaller than {_b(p.get('arena_bytes_before'))} layer by layer.")
+        return out + _refused(p)
     out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
             f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
             f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block)",
@@ -133,6 +133,7 @@ def patch_lines(r: dict) -> list[str]:
             f"({p.get('extra_macs_percent')}% of the model's {p.get('model_macs_before', 0):,}; "
             f"bound {p.get('max_recompute_percent')}%)",
             f"- arena: {_b(p.get('arena_bytes_before'))} layer by layer, {_b(p.get('arena_bytes_after'))} with the stage",
+            _instruction_line(r, p, bound),
             "", "| layer | kind | output | largest region per tile (halo included) | patch buffer B | offset |",
             "|---|---|---|---|---:|---:|"]
     for lay in ch["per_layer"]:
@@ -140,4 +141,37 @@ def patch_lines(r: dict) -> list[str]:
         off = "-" if lay["buffer_offset"] is None else str(lay["buffer_offset"])
         out.append(f"| {_cell(lay['layer'])} | {lay['kind']} | {_shape(lay['output'])} | "
                    f"{lay['max_region'][0]}x{lay['max_region'][1]} | {buf} | {off} |")
+    return out + _refused(p)
+
+
+def _bound_text(p: dict) -> str:
+    if p.get("bound_on") == "estimated instructions":
+        return (f"{p.get('max_recompute_percent')}% estimated instruction growth (and extra MACs) "
+                f"of the model's {p.get('est_instructions_before') or 0:,}")
+    return f"{p.get('max_recompute_percent')}% extra MACs (no instruction estimate for this target)"
+
+
+def _instruction_line(r: dict, p: dict, bound: str) -> str:
+    if p.get("est_growth_percent") is None:
+        return f"- instructions: no estimate for this target; bound {bound}"
+    line = (f"- instructions: ~{p.get('est_instructions_before', 0):,} layer by layer, "
+            f"~{p.get('est_instructions_after', 0):,} with the stage (estimate, "
+            f"{p.get('est_instruction_ratio')}x, +{p['est_growth_percent']}%; bound {p.get('max_recompute_percent')}%)")
+    if r.get("instructions"):   # after a board run: the stage's model as measured
+        line += (f"; measured with the stage: {int(r['instructions']):,} "
+                 f"({int(r['instructions']) / max(p.get('est_instructions_before') or 1, 1):.2f}x the "
+                 f"layer-by-layer estimate)")
+    return line
+
+
+def _refused(p: dict) -> list[str]:
+    rows = p.get("refused") or []
+    if not rows:
+        return []
+    out = ["", "Refused prefixes (no grid within the bound):", "",
+           "| layers | cheapest grid | est. instruction growth | extra MACs | why |", "|---:|---|---:|---:|---|"]
+    for x in rows:
+        est = "-" if x.get("est_growth_percent") is None else f"{x['est_growth_percent']}%"
+        out.append(f"| {x['layers']} | {x['grid'][0]}x{x['grid'][1]} | {est} | "
+                   f"{x['extra_macs_percent']}% | {x['reason']} |")
     return out

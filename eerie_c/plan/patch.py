@@ -202,28 +202,45 @@ def out_shift(layers: list[Layer], tiles) -> int:
     return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
-def candidates(g, total_macs: int, max_recompute: float) -> list[PatchPlan]:
+def candidates(g, total_macs: int, max_recompute: float, growth=None) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
-    buffers whose halo recomputation stays within max_recompute percent of the model's MACs
-    (ties: fewer tiles). The planner then compares whole arenas (choose in pipeline)."""
+    buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
+    compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
+    instruction growth of the whole model in percent (pipeline, estimate.py), or where that is
+    None (no estimate for the target) the halo recomputation's extra MACs in percent of the
+    model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
+    the M3 / RISC-V, estimate.py). Returns (those plans, per prefix length without one: the cheapest grid refused)."""
     ops, layers = chain_prefix(g)
-    out = []
+    out, refused = [], []
     for n in range(2, len(ops) + 1):
-        best = None
+        best = cheapest = None
         last = layers[n - 1]
         for gy in range(1, min(MAX_GRID, last.out_h) + 1):
             for gx in range(1, min(MAX_GRID, last.out_w) + 1):
                 if gy * gx == 1:
                     continue
                 p = make_plan(ops[:n], layers[:n], (gy, gx))
-                if p.extra_macs * 100 > max_recompute * total_macs:
+                mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
+                est = growth(p) if growth is not None else None
+                cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs
+                if cost > max_recompute:
+                    if cheapest is None or cost < cheapest[0]:
+                        cheapest = (cost, p, mac_pct, est)
                     continue
                 key = (p.scratch_bytes, gy * gx, gy)
                 if best is None or key < best[0]:
                     best = (key, p)
         if best is not None:
             out.append(best[1])
-    return out
+        elif cheapest is not None:
+            cost, p, mac_pct, est = cheapest
+            what = (f"estimated instruction growth {est:.1f}%" if est is not None and est >= mac_pct
+                    else f"extra MACs {mac_pct:.1f}%")
+            refused.append({"layers": n, "grid": list(p.grid), "extra_macs_percent": round(mac_pct, 2),
+                            "est_growth_percent": None if est is None else round(est, 2),
+                            "reason": f"{what} > bound {max_recompute}% with every grid up to "
+                                      f"{MAX_GRID}x{MAX_GRID} (the cheapest shown)"})
+    return out, refused
 
 
 def summary(p: PatchPlan) -> dict:

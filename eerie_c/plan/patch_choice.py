@@ -1,6 +1,12 @@
 """The planner's choice of a patch stage (plan/patch.py): which prefix, which grid, or none.
 
-Each candidate (a prefix length with its smallest-buffer grid within the recompute bound) is
+The bound (--max-recompute PCT) is on the estimated instructions of the whole model: the stage's
+per-tile kernel costs more per MAC than the layer-by-layer kernels on most targets (far more on
+Helium cores), on top of its recomputed halos, so the pipeline passes growth(plan), that
+estimate's growth in percent (estimate.py); without an estimate for the target the bound falls
+back to the halo's extra MACs in percent of the model's.
+
+Each candidate (a prefix length with its smallest-buffer grid within the bound) is
 planned in full, with the stage as one op owning its patch buffers as scratch; the smallest
 arena wins, and patches are used only when that arena is smaller than the layer-by-layer one.
 """
@@ -38,11 +44,14 @@ def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> d
 
 
 def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
-                   max_recompute: float, total_macs: int, forced=None) -> tuple[PatchPlan | None, dict]:
+                   max_recompute: float, total_macs: int, forced=None, growth=None,
+                   est_before: int | None = None) -> tuple[PatchPlan | None, dict]:
     """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
     layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
-    to use exactly that stage whatever it costs (tests, experiments)."""
-    tried = []
+    to use exactly that stage whatever it costs (tests, experiments). growth(plan): the
+    estimated instruction growth in percent of est_before, the model's estimate layer by layer
+    (None for a target without an estimate)."""
+    tried, refused = [], []
     best = None
     if forced is not None:
         ops, layers = chain_prefix(g)
@@ -52,16 +61,19 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
                              f"layers that can run in patches")
         cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
     else:
-        cands = candidates(g, total_macs, max_recompute)
+        cands, refused = candidates(g, total_macs, max_recompute, growth)
     for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,
-                      "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs})
+                      "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
+                      "est_growth_percent": _pct(growth, cand)})
         if best is None or plan.arena_bytes < best[0]:
             best = (plan.arena_bytes, cand)
     info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
-            "model_macs_before": total_macs, "candidates": tried, "chosen": None}
+            "bound_on": "estimated instructions" if est_before is not None and growth is not None else "MACs",
+            "model_macs_before": total_macs, "est_instructions_before": est_before,
+            "candidates": tried, "refused": refused, "chosen": None}
     if forced is not None:
         info["mode"] = "forced"
     elif best is None or best[0] >= base.arena_bytes:
@@ -70,7 +82,17 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     info["chosen"] = summary(best[1])
     info["arena_bytes_after"] = best[0]
     info["extra_macs_percent"] = round(100.0 * best[1].extra_macs / max(total_macs, 1), 2)
+    pct = _pct(growth, best[1])
+    info["est_growth_percent"] = pct
+    if pct is not None and est_before:
+        info["est_instructions_after"] = int(round(est_before * (1 + pct / 100.0)))
+        info["est_instruction_ratio"] = round(1 + pct / 100.0, 3)
     return best[1], info
+
+
+def _pct(growth, cand: PatchPlan) -> float | None:
+    est = growth(cand) if growth is not None else None
+    return None if est is None else round(est, 2)
 
 
 def placed_overlap(g, plan: Plan, stage: PatchPlan) -> int:

@@ -1,0 +1,76 @@
+"""The patch planner's bound is on estimated instructions (estimate.py, plan/patch_choice.py):
+--max-recompute PCT refuses any stage whose per-tile kernel plus recomputed halos would grow
+the model's estimated instructions by more than PCT percent, and never admits more extra MACs
+than PCT percent either; report.json / report.md say what was estimated and what was refused."""
+import pytest
+
+from eerie_c.api import compile_model
+from eerie_c.estimate import estimate_layer
+from eerie_c.report import render_markdown
+from patch_models import MOBILENET, chain_model
+
+SHAPE = (1, 64, 64, 3)
+
+
+def _report(tmp_path, target, patch="auto", bound=20.0):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(chain_model(SHAPE, MOBILENET, tail="pool"))
+    return compile_model(path, target=target, patch=patch, max_recompute=bound,
+                         inputs_in_arena=True).report
+
+
+def test_stage_cost_per_target():
+    # 3.4 per patched MAC on DSP and Helium cores alike (the same per-tile C), plus the call
+    for target in ("cortex-m4", "cortex-m7", "cortex-m55"):
+        assert estimate_layer("PATCH_STAGE", 1_000_000, 0, 0, False, target) == 3_400_200
+    assert estimate_layer("PATCH_STAGE", 1_000_000, 0, 0, False, "host") is None
+
+
+def test_growth_is_stage_minus_prefix_over_the_model(tmp_path):
+    off = _report(tmp_path, "cortex-m4", patch="off")
+    auto = _report(tmp_path, "cortex-m4", bound=1000)
+    p = auto["patches"]
+    assert p["bound_on"] == "estimated instructions" and p["chosen"] is not None
+    n = p["chosen"]["layers"]
+    prefix = sum(o["est_instructions"] for o in off["ops"][:n])
+    stage = auto["ops"][0]["est_instructions"]
+    assert p["est_instructions_before"] == off["est_instructions"]
+    assert p["est_growth_percent"] == pytest.approx(100.0 * (stage - prefix) / off["est_instructions"], abs=0.01)
+    # the report's figures add up: the model after is the model before plus the growth
+    assert auto["est_instructions"] == pytest.approx(p["est_instructions_after"], rel=1e-3)
+    md = render_markdown(auto)
+    assert f"~{off['est_instructions']:,} layer by layer, ~{p['est_instructions_after']:,} with the stage" in md
+
+
+def test_tight_bound_refuses_the_stage_the_loose_one_takes(tmp_path):
+    loose = _report(tmp_path, "cortex-m4", bound=1000)["patches"]
+    est, macs = loose["est_growth_percent"], loose["extra_macs_percent"]
+    assert est > macs, "the per-tile kernel should cost more than the halos alone on the M4"
+    bound = (est + macs) / 2   # within the MAC bound, above the instruction estimate
+    tight = _report(tmp_path, "cortex-m4", bound=bound)
+    p = tight["patches"]
+    taken = (loose["chosen"]["layers"], loose["chosen"]["grid"])
+    assert taken not in [(c["layers"], c["grid"]) for c in p["candidates"]]
+    for c in p["candidates"]:
+        assert c["est_growth_percent"] <= bound and c["extra_macs"] * 100 <= bound * p["model_macs_before"]
+    for r in p["refused"]:
+        assert max(r["est_growth_percent"], r["extra_macs_percent"]) > bound
+    if p["chosen"] is not None:
+        assert p["est_growth_percent"] <= bound
+
+
+def test_helium_core_refuses_every_stage_at_20_percent(tmp_path):
+    # the M55's layer kernels take ~0.13 instructions per MAC, the per-tile kernel 3.4
+    r = _report(tmp_path, "cortex-m55")
+    p = r["patches"]
+    assert p["chosen"] is None and p["candidates"] == [] and p["refused"]
+    assert all(x["est_growth_percent"] > 20 for x in p["refused"])
+    assert all(o["kind"] != "PATCH_STAGE" for o in r["ops"])
+    md = render_markdown(r)
+    assert "Refused prefixes" in md and "estimated instruction growth" in md
+
+
+def test_without_an_estimate_the_bound_is_on_macs(tmp_path):
+    p = _report(tmp_path, "host")["patches"]
+    assert p["bound_on"] == "MACs" and p["est_instructions_before"] is None
+    assert p["chosen"] is not None and p["extra_macs_percent"] <= 20
