@@ -22,6 +22,7 @@ from ._quant import per_channel_multipliers
 from ._rv import rq_vars
 
 MAX_TAPS = 9       # weights held in registers: 9 + 2 accumulators + pointers fit 31 GPRs
+PX = 2            # output columns per trip (their input columns overlap: loads shared)
 MAX_GROUPS = 5     # groups per axis (interior + border rows): bounds the unrolled code size
 
 
@@ -57,7 +58,7 @@ def dw_rv_vars(ctx, x, w, b, y, win, in_h: int, in_w: int, act: str, what: str, 
     v, wrows, fb = rq_vars(ctx, wk.T, fb, mult, shift, y, act, out_c)
     zp, in_c = int(x.zero_point), x.shape[3]
     for rg in rows:       # the code of each (row group, column group) block
-        rg["blocks"] = [dict(lo=cg["lo"], hi=cg["hi"], pairs_end=cg["lo"] + (cg["hi"] - cg["lo"]) // 2 * 2,
+        rg["blocks"] = [dict(lo=cg["lo"], hi=cg["hi"], loop_end=cg["lo"] + (cg["hi"] - cg["lo"]) // PX * PX,
                              taps=[(ky * kw + kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
                                    for ky in rg["taps"] for kx in cg["taps"]],
                              out=[ky * kw + kx for ky in range(kh) for kx in range(kw)
@@ -66,7 +67,7 @@ def dw_rv_vars(ctx, x, w, b, y, win, in_h: int, in_w: int, act: str, what: str, 
         # weights the row reads (a local per weight it does not read would be unused)
         rg["wused"] = sorted({t for blk in rg["blocks"] for t, _ in blk["taps"]}
                              | {t for blk in rg["blocks"] for t in blk["out"]})
-    v.update(rows=rows, pairs=any(cg["hi"] - cg["lo"] >= 2 for cg in cols), zp_in=zp, taps=kh * kw,
+    v.update(rows=rows, px=PX, loops=any(cg["hi"] - cg["lo"] >= PX for cg in cols), zp_in=zp, taps=kh * kw,
              weights=ctx.const(np.ascontiguousarray(wrows.astype(np.int8)), "int8_t", "weights",
                                f"{label} (per channel: its {kh} x {kw} taps, [{out_c}][{kh * kw}])"),
              bias=ctx.const(np.asarray(fb).astype(np.int32), "int32_t", "bias_folded",

@@ -93,3 +93,22 @@ def test_axis_groups():
         (0, 1, (1, 2), (0,)), (1, 4, (0, 1, 2), ()), (4, 5, (0, 1), (2,))]
     g = axis_groups(2, 2, 5, 1, 1, 2)     # kernel larger than the image
     assert [(x["lo"], x["hi"], x["taps"]) for x in g] == [(0, 1, (2, 3)), (1, 2, (1, 2))]
+
+
+def test_depthwise_rv_dead_and_constant_channels(tmp_path):
+    """Channels with multiplier 0 or a shift past every accumulator, and all-zero weights with
+    a bias near 2^30 (as in vww_96_int8): zeroed at compile time (the zero-point correction of
+    the border taps then adds nothing for them), so the layer keeps the fast requantization,
+    and their outputs come from its constants. The input zero point is 3."""
+    from test_dsp_kernels import conv_with
+    rng = np.random.default_rng(5)
+    scales = [0.004, 0.002, 1e-30, 0.004, 0.001, 1e-9, 0.003, 0.004]
+    wts = rng.integers(-127, 128, (1, 3, 3, 8))
+    wts[..., [1, 4]] = 0
+    bias = rng.integers(-3000, 3000, 8)
+    bias[1], bias[4], bias[5] = 2 ** 30, -2 ** 30 + 128, 2 ** 29
+    model = conv_with(wts, bias, scales, op="DEPTHWISE_CONV_2D")
+    src = tmp_path / "f.tflite"
+    src.write_bytes(model)
+    assert re.search(r"\w_radd\b", compile_model(src, target=TARGET, name="f").files["f.c"])
+    check_dw(tmp_path, model, (1, 5, 5, 8))
