@@ -82,6 +82,10 @@ def _budget_args(p: argparse.ArgumentParser):
                    help="fail if the activation arena needs more (e.g. 65536, 64k)")
     p.add_argument("--stack-budget", default=None, metavar="BYTES",
                    help="fail if the proven worst-case stack of NAME_invoke is larger")
+    p.add_argument("--optimize", default="balanced", choices=("balanced", "speed", "size"),
+                   help="what layers with a choice of kernel or weight format favour: fewer "
+                        "instructions (speed), less flash (size) or the default trade-off "
+                        "(balanced); report.md shows each layer's choice")
 
 
 def _loop_arg(p: argparse.ArgumentParser):
@@ -107,7 +111,8 @@ def _patching(a) -> dict:
 def _budgets(a) -> dict:
     from .budgets import parse_bytes
     return {"arena_budget": None if a.arena_budget is None else parse_bytes(a.arena_budget),
-            "stack_budget": None if a.stack_budget is None else parse_bytes(a.stack_budget)}
+            "stack_budget": None if a.stack_budget is None else parse_bytes(a.stack_budget),
+            "optimize": a.optimize}
 
 
 def _run_parser() -> argparse.ArgumentParser:

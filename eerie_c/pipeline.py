@@ -44,7 +44,7 @@ class CompileResult:
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
                   inputs_in_arena: bool = False, before_verify=None, patch: str = "off",
-                  max_recompute: float = 20.0) -> CompileResult:
+                  max_recompute: float = 20.0, optimize: str = "balanced") -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
     a worst-case stack bound from the target compiler's own frame sizes. before_verify:
@@ -61,7 +61,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
-        lowered, ctx = lower_graph(g, target)
+        lowered, ctx = lower_graph(g, target, optimize=optimize)
     step_of = {id(op): k for k, op in enumerate(g.ops)}
     scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
     with stage("memory plan and its proof"):
@@ -77,7 +77,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
                                              int(sum(low.macs for low in lowered)), forced)
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
-                lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage})
+                lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)
                 step_of = {id(op): k for k, op in enumerate(g.ops)}
                 scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes)
                            for low in lowered if low.scratch_bytes}
@@ -92,6 +92,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
+        "optimize": optimize,
         "arena_bytes": plan.arena_bytes, "flash_bytes": flash_consts, "constant_bytes": flash_consts,
         "inputs_in_arena": plan.inputs_in_arena,
         "state_bytes": plan.state_bytes,   # variable tensors: static, outside the arena
@@ -157,13 +158,14 @@ def _op_report(g, low, plan, step):
             "function": low.fn_name, "macs": low.macs, "weight_bytes": low.const_bytes,
             "inputs": [where(t) for t in low.inputs], "outputs": [where(t) for t in low.outputs],
             "scratch_bytes": low.scratch_bytes,
-            "scratch_offset": None if scratch is None else scratch.offset}
+            "scratch_offset": None if scratch is None else scratch.offset, "choice": low.choice}
 
 
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
                   board=None, arena_budget: int | None = None, stack_budget: int | None = None,
                   max_iterations: int | None = None, inputs_in_arena: bool | None = None,
-                  patch: str = "off", max_recompute: float = 20.0) -> CompileResult:
+                  patch: str = "off", max_recompute: float = 20.0,
+                  optimize: str = "balanced") -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
     Makefile) after checking that the model fits the board's flash and RAM. max_iterations
@@ -171,9 +173,12 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     while_loop; a run that needs more returns 1 from NAME_invoke). inputs_in_arena (default:
     on with a board, off without) plans the inputs inside the arena, where the application
     writes them through NAME_inputK_buffer() (docs/integration.md). patch / max_recompute:
-    patch-based execution of the first layers (compile_graph)."""
+    patch-based execution of the first layers (compile_graph). optimize (balanced, speed,
+    size): what layers with a choice of kernel or weight format trade between instructions and
+    flash (report.md shows each layer's choice)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
-                                 max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute)
+                                 max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute,
+                                 optimize=optimize)
     return finish(res, brd, out_dir)
 
 
@@ -191,7 +196,8 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
                       inputs_in_arena, patch: str = "off",
-                      max_recompute: float = 20.0) -> tuple[CompileResult, object]:
+                      max_recompute: float = 20.0, optimize: str = "balanced"
+                      ) -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it
     for `target` (by default the board's, else the host). Returns the result and the Board
     (None without one)."""
@@ -202,6 +208,7 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget, patch=patch, max_recompute=max_recompute,
+                        optimize=optimize,
                         inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
                         before_verify=None if brd is None else _firmware_early(brd))
     if getattr(g, "dynamic_dims", None) is not None:

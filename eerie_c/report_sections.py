@@ -48,6 +48,12 @@ def layer_rows(r: dict) -> list[str]:
     total = r.get("est_instructions")
     out += ["", f"Estimated instructions per inference: {'-' if total is None else f'{int(total):,}'}. "
             + EST_NOTE]
+    chosen = [op for op in r.get("ops", []) if op.get("choice")]
+    if chosen:   # what --optimize decided where a layer had a choice
+        out += ["", f"Choices under --optimize {r.get('optimize', 'balanced')} (layers with a choice of "
+                "kernel or weight format):", ""]
+        out += [f"- {op['index']} {_cell(op.get('name') or op['function'])}: {_cell(op['choice'], 120)}"
+                for op in chosen]
     return out
 
 

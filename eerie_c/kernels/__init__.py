@@ -71,6 +71,9 @@ class Lowered:
     # Variable (state) tensor ids the kernel reads AND writes in place -> state0, state1, ...
     # (non-const parameters after the outputs); see the module docstring.
     updates: list[str] = field(default_factory=list)
+    # What the kernel chose for this layer under --optimize and why (report.md's per-layer
+    # table): e.g. the fully connected weight format.
+    choice: str = ""
 
 
 @dataclass
@@ -167,9 +170,10 @@ def c_ident(text: str, limit: int = 40) -> str:
 class LowerCtx:
     """Names and collects the constants of one model; dedups identical arrays."""
 
-    def __init__(self, graph: Graph, target: str = "host"):
+    def __init__(self, graph: Graph, target: str = "host", optimize: str = "balanced"):
         self.graph = graph
         self.target = target
+        self.optimize = optimize   # --optimize: balanced, speed or size (OPTIMIZE)
         self.consts: list[Const] = []
         self._by_key: dict[tuple, str] = {}
         self._names: set[str] = set()
@@ -239,13 +243,20 @@ def check_supported(g: Graph):
         raise EerieError("; ".join(parts))
 
 
-def lower_graph(g: Graph, target: str = "host", special: dict | None = None
-                ) -> tuple[list[Lowered], LowerCtx]:
+# --optimize: what kernels trade per layer between instructions and flash (kernels that offer
+# a choice read ctx.optimize: the DSP convolutions' and fully connected layers' weight formats)
+OPTIMIZE = ("balanced", "speed", "size")
+
+
+def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
+                optimize: str = "balanced") -> tuple[list[Lowered], LowerCtx]:
     """special: op kind -> lowering function for ops that are not model operators (the
     planner's PATCH_STAGE, lowered by kernels/_patch.py; passed in so that this module does
-    not import the kernel modules that import it)."""
+    not import the kernel modules that import it). optimize: --optimize (OPTIMIZE)."""
+    if optimize not in OPTIMIZE:
+        raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
     check_supported(g)
-    ctx = LowerCtx(g, target)
+    ctx = LowerCtx(g, target, optimize)
     lowered = []
     used: set[str] = set()
     for op in g.ops:

@@ -83,16 +83,11 @@ def constant_channels(w_abs_sum, fbias, mult, shift, out_zp: int) -> dict[int, i
             for c in np.flatnonzero(np.asarray(w_abs_sum) == 0)}
 
 
-def fast_requant_consts(ctx, mult, shift, out_zp: int, bound, per_channel: bool,
-                        channels: int, arrays: bool = False,
-                        constants: dict[int, int] | None = None) -> dict | None:
-    """C operands of eerie_requant_fast (rq_mult, rq_rshift, rq_radd: C array names or
-    literals; rq_zp: what is still added after it), or None when it would not be exact.
-    The output zero point is folded into radd when the sum provably stays in int32. With
-    arrays=True, per-tensor parameters are emitted as arrays too (of one element, rq_mask 0,
-    so index [channel & rq_mask]). `constants`
-    (from constant_channels; their accumulators must be 0, i.e. their bias zeroed) get
-    multiplier 0 and shift 1 with radd = 2 * value + 1, so (0 + radd) >> 1 is the value."""
+def fast_requant_values(mult, shift, out_zp: int, bound,
+                        constants: dict[int, int] | None = None):
+    """Per-channel operands of eerie_requant_fast as int64 arrays (mult, rshift, radd) and the
+    zero point still added after it, or None when it would not be exact (see
+    fast_requant_consts, which emits them)."""
     mult = np.array(mult, np.int64).reshape(-1)
     shift = np.array(shift, np.int64).reshape(-1)
     bound = np.broadcast_to(np.asarray(bound, np.int64), (max(mult.size, np.size(bound)),))
@@ -117,6 +112,23 @@ def fast_requant_consts(ctx, mult, shift, out_zp: int, bound, per_channel: bool,
         zp_after = out_zp
     for c, value in (constants or {}).items():
         radd[c] = 2 * (value - zp_after) + 1
+    return mult, rshift, radd, zp_after
+
+
+def fast_requant_consts(ctx, mult, shift, out_zp: int, bound, per_channel: bool,
+                        channels: int, arrays: bool = False,
+                        constants: dict[int, int] | None = None) -> dict | None:
+    """C operands of eerie_requant_fast (rq_mult, rq_rshift, rq_radd: C array names or
+    literals; rq_zp: what is still added after it), or None when it would not be exact.
+    The output zero point is folded into radd when the sum provably stays in int32. With
+    arrays=True, per-tensor parameters are emitted as arrays too (of one element, rq_mask 0,
+    so index [channel & rq_mask]). `constants`
+    (from constant_channels; their accumulators must be 0, i.e. their bias zeroed) get
+    multiplier 0 and shift 1 with radd = 2 * value + 1, so (0 + radd) >> 1 is the value."""
+    values = fast_requant_values(mult, shift, out_zp, bound, constants)
+    if values is None:
+        return None
+    mult, rshift, radd, zp_after = values
     uniform = len(set(zip(mult.tolist(), rshift.tolist(), radd.tolist()))) == 1
     if per_channel or arrays or not uniform:
         n = 1 if uniform and not per_channel else channels

@@ -17,6 +17,10 @@ of those that qualify the smallest wins. Packing only pays for large layers whos
 are mostly small (ad01's first four layers); small layers (the classifier heads of kws, vww,
 resnet) and layers with wide weights stay int8.
 
+--optimize speed keeps every layer int8 (fewest instructions), --optimize size takes the
+smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES (about a format kernel's
+code); balanced (the default) is the rule above.
+
 PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
 that format where its bounds hold (else int8), for tests of small layers the rule would
 leave alone.
@@ -32,6 +36,9 @@ PACK = True
 FORCE: str | None = None
 
 MIN_SAVED_BYTES = 2048
+# --optimize size: a packed format must save at least about its kernel's code (each of
+# fc_dsp_p4 / fc_dsp_p556 is under 1 KiB of Thumb-2), else the firmware grows (vww's classifier)
+SIZE_MIN_SAVED_BYTES = 1024
 BYTES_PER_INSTRUCTION = 0.25
 
 # Instruction estimates per call (one batch row), fitted to per-layer counts on the
@@ -76,24 +83,37 @@ def encode_s8(w: np.ndarray) -> dict:
                 weights=np.ascontiguousarray(wl).reshape(-1).view("<i4"))
 
 
-def choose(w: np.ndarray, bias: np.ndarray, batches: int) -> dict:
+def choose(w: np.ndarray, bias: np.ndarray, batches: int, optimize: str = "balanced") -> dict:
     """The encoding (see _fc_pack.py) this layer uses, with "instructions" and "bytes"
-    estimates added; w: int8 weights as int64 [units, depth], bias: folded bias."""
+    estimates added and "why" (for report.md); w: int8 weights as int64 [units, depth], bias:
+    folded bias. optimize (--optimize): "balanced" is the rule above; "speed" keeps the int8
+    format (fewest instructions); "size" takes the smallest format whatever it costs."""
     if FORCE is not None:
         forced = encode_s8(w) if FORCE == "s8" else encode(FORCE, w, bias)
         if forced is not None:
+            forced["why"] = f"forced ({FORCE})"
             return forced
     base = encode("mix", w, bias) or encode_s8(w)
     base.update(instructions=estimate_instructions(base, batches), bytes=flash_bytes(base))
     best = base
-    for fmt in (("p4", "p556") if PACK else ()):
+    base["why"] = "int8: fewest instructions" if optimize == "speed" else (
+        "int8: no packed format saves enough" if optimize == "balanced"
+        else f"int8: no packed format saves {SIZE_MIN_SAVED_BYTES} B (its kernel's code)")
+    for fmt in (("p4", "p556") if PACK and optimize != "speed" else ()):
         enc = encode(fmt, w, bias)
         if enc is None:
             continue
         enc.update(instructions=estimate_instructions(enc, batches), bytes=flash_bytes(enc))
         saved = base["bytes"] - enc["bytes"]
         extra = enc["instructions"] - base["instructions"]
-        if saved >= MIN_SAVED_BYTES and saved >= BYTES_PER_INSTRUCTION * extra \
-                and (enc["bytes"], enc["instructions"]) < (best["bytes"], best["instructions"]):
+        if optimize == "size":
+            ok = saved >= SIZE_MIN_SAVED_BYTES
+            why = f"smallest: saves {saved:,} B for {extra:+,} instructions"
+        else:
+            ok = saved >= MIN_SAVED_BYTES and saved >= BYTES_PER_INSTRUCTION * extra
+            why = f"saves {saved:,} B for {extra:+,} instructions (>= {MIN_SAVED_BYTES} B and " \
+                  f">= {BYTES_PER_INSTRUCTION} B per instruction)"
+        if ok and (enc["bytes"], enc["instructions"]) < (best["bytes"], best["instructions"]):
+            enc["why"] = why
             best = enc
     return best

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._signal import fail
+from ._signal import check_io, fail, int_attr
 
 PI = 3.141592653589793238462643383279502884197169399375105820974944   # kiss_fft_alloc's literal
 PI_R = 3.14159265358979323846264338327                                # kiss_fftr_alloc's literal
@@ -134,3 +134,17 @@ def plan_fft(op, ctx, length: int, dtype: str, inverse: bool) -> dict:
         stw=ctx.const(super_twiddles(n, dtype, inverse), ctype, f"{sense}_super_twiddles"),
         order=ctx.const(order, "uint16_t", "fft_order"),
         helper=f"signal_fft{suffix}", macs_per_frame=n * 2 * len(factors))
+
+
+def fft_op(op, g, ctx, inverse: bool):
+    """What SignalRfft and SignalIrfft check and plan alike: one dtype in and out matching the
+    op's T option, input and output of the same rank, an fft_length in [4, 2^15], and the
+    FFT's plan. Returns (dtype, input tensor, output tensor, fft_length, plan)."""
+    dtype = g.t(op.inputs[0]).dtype
+    check_io(op, g, [(dtype, None)], [(dtype, None)])
+    check_type_option(op, dtype)
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    if not x.shape or len(x.shape) != len(y.shape):
+        fail(op, f"input {list(x.shape)} and output {list(y.shape)} differ in rank")
+    length = int_attr(op, "fft_length", 4, 1 << 15)
+    return dtype, x, y, length, plan_fft(op, ctx, length, dtype, inverse)

@@ -24,8 +24,8 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, pad_to, round_up,
-                   zero_channels)
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
+                   pad_to, round_up, zero_channels)
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
 from ._mve import has_mve, lower_conv2d_mve
@@ -203,6 +203,12 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
         out_zp=y.zero_point, act_min=act_min, act_max=act_max)
 
 
+# smallest padded depth (kp) that goes through the shared kernel eerie_conv_pair_s8. Measured
+# on vww (kp = 8, 16, 28, 32 layers): from 16 on it beats the inline C kernel on the M4 and
+# the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
+SHARED_MIN_K = 16
+
+
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
@@ -230,25 +236,66 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         dfb = np.where(wabs == 0, 0, fbias)
         if w.quant.per_channel and len(w.quant.scale) != out_c:
             raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
-        fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
-                                   w.quant.per_channel, ocp, arrays=True, constants=consts)
+        bound = acc_bound(dfb, wabs)
+        values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
+        # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
+        # (its loops are bounded for the source proof: groups <= 32768, pairs <= 65536; the
+        # assembly loop's counter, groups / 4, <= 8192)
+        v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
+                       and ocp // 2 <= 65536)
+        if v["shared"]:
+            # per pair of channels one row of 8 words, read in order: bias, multiplier,
+            # radd, rshift, each for the two channels
+            fbias = dfb
+            rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
+                    for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
+                     rq_table=ctx.const(np.concatenate(rows, axis=1).astype(np.int32), "int32_t",
+                                        "bias_requant", "per pair of channels: folded bias, "
+                                        "multiplier, radd, rshift (two of each)"))
+            fast = v
+        else:
+            fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
+                                       w.quant.per_channel, ocp, arrays=True, constants=consts)
         if fast is not None:
             fbias = dfb
-            v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+            if not v["shared"]:
+                v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
             v["act_min"], v["act_max"] = activation_range_int(act, y)
     if fast is None:
         v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what, pad_to_channels=ocp))
     wdata = pad_to(wflat, (ocp, kp))
     if dsp:   # pairs of rows interleaved per 4 taps: [ocp/2][kp/4][2 rows][4 taps]
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
-    v["weights"] = ctx.const(wdata, "int8_t", "weights", c_comment(w.label) + (
-        f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else ""))
+    what_w = c_comment(w.label) + (
+        f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
+    if v.get("shared") and ctx.optimize == "speed":
+        # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
+        # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
+        # per 16 MACs, twice the weight bytes)
+        t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
+        words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
+        v["weights"] = ctx.const(words.astype(np.uint32).view(np.int32).reshape(-1), "int32_t",
+                                 "weights", what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
+        v["wide"] = True
+        return v
+    if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
+        words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
+        v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
+        return v
+    v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
-    # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
-    # (small kernels stay inline: their fully unrolled loops beat a call)
-    v["shared"] = v["fast"] and v["rq_zp"] == 0 and kp >= 64
     return v
+
+
+def conv_choice(v: dict) -> str:
+    """report.md's line for a DSP convolution: its weight format under --optimize."""
+    if v.get("wide"):
+        return "weights sign-extended to int16 (speed: eerie_conv_pair_s8w, twice the bytes)"
+    if v.get("shared"):
+        return "weights int8 (eerie_conv_pair_s8; speed would store them sign-extended)"
+    return ""
 
 
 def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
@@ -305,4 +352,5 @@ def lower_conv2d(op, g, ctx):
     if x.dtype == "int8" and v.get("dsp") and v.get("direct"):
         inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace,
+                   choice=conv_choice(v))

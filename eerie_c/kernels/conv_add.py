@@ -19,8 +19,9 @@ from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
-from .conv import conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
+from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
+from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve
 from ._mve_add import add_multipliers, mve_add_params, params_array
 from ._quant import activation_range_int, quantize_multiplier
@@ -45,6 +46,41 @@ def add_constants(r, z, y, act: str, conv_operand: int) -> dict:
     return dict(mult_r=m_r, shift_r=sh_r, mult_z=m_z, shift_z=sh_z, mult_o=m_o, shift_o=sh_o,
                 left=1 << ADD_LEFT_SHIFT, off_r=_signed(-r.zero_point), off_z=_signed(-z.zero_point),
                 out_off=_signed(y.zero_point), act_min=act_min, act_max=act_max)
+
+
+def fast_add_constants(r, z, y, ra: dict) -> dict | None:
+    """Operands of the DSP targets' fused ADD (residual_add_s8.j2 with ra.fast), or None when
+    it would not be exact. Each of its three requantizations (the residual's, the
+    convolution output's and the sum's) becomes eerie_requant_fast when that is proved
+    exact for every possible operand (an operand whose multiplier is exactly 1/2 becomes a
+    multiply-add, checked on all 256 values): the inputs' (x - zp) * 2^20 range over all 256 int8
+    values, and the sum's bound is the largest |requantized residual| plus the largest
+    |requantized convolution output|, each found by evaluating TFLite's formula on all 256."""
+    left = ra["left"]
+    out = {}
+    tmax = 0
+    for key, t in (("r", r), ("z", z)):
+        m, sh = ra["mult_" + key], ra["shift_" + key]
+        xs = [(v - t.zero_point) * left for v in range(-128, 128)]
+        ts = [tflite_requantize(a, m, sh) for a in xs]
+        tmax += max(abs(a) for a in ts)
+        if ts == [a // 2 for a in xs]:
+            # the operand with the larger scale has multiplier 1/2 exactly (2^30, shift 0):
+            # (x - zp) * 2^20 / 2 is exact, checked above on all 256 values
+            out[key] = None
+            out["k_" + key] = -t.zero_point * (left // 2)   # (x - zp) * 2^19 = x * 2^19 + k
+            continue
+        vals = fast_requant_values(m, sh, 0, max(abs(a) for a in xs))
+        if vals is None:
+            return None
+        out[key] = (int(vals[0][0]), int(vals[1][0]), int(vals[2][0]))
+        out["k_" + key] = -t.zero_point * 2 * left      # (x - zp) * 2^21 = x * 2^21 + k
+    vals = fast_requant_values(ra["mult_o"], ra["shift_o"], y.zero_point, tmax)
+    if vals is None:
+        return None
+    out["o"] = (int(vals[0][0]), int(vals[1][0]), int(vals[2][0]))
+    out["zp_after"] = int(vals[3])
+    return out
 
 
 def _lower_mve(op, g, ctx, x, w, b, z, r, y, win, act, what):
@@ -115,11 +151,13 @@ def lower_conv_add(op, g, ctx):
             scratch += 2 * out_c
     else:
         scratch = out_c   # one pixel's outputs
+    if v["dsp"]:   # the three requantizations of the ADD as eerie_requant_fast when exact
+        ra["fast"] = fast_add_constants(g.t(rid), z, y, ra)
     v["residual"] = ra
     body = render("kernels/conv2d_s8.c.j2", **v)
     helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
     return Lowered(body=body, inputs=[rid, x.id], outputs=[y.id], helpers=helpers,
-                   scratch_bytes=scratch, inplace=True,
+                   scratch_bytes=scratch, inplace=True, choice=conv_choice(v),
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
                    comment=f"CONV_2D + ADD {c_comment(op.name)} (the residual ADD fused into the "
                            f"convolution's stores)")

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..templating import render
 from . import Lowered, c_comment, kernel
-from ._dsp import acc_bound, constant_channels, fast_requant_consts, has_dsp, zero_channels
+from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
+                   zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_rules import folded_bias, ring_inplace
@@ -27,20 +28,40 @@ from ._rv_dw import dw_rv_vars
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
-def dsp_weights(ctx, wk, in_c):
-    """Weights sign-extended per 4 channels and tap as words (w_c, w_c+2), (w_c+1, w_c+3):
-    the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
-    t = wk.astype(np.int64).reshape(wk.shape[0], in_c // 4, 4)      # [tap][group][4 channels]
+# Which int8 DSP kernel, from measurements on mps2-an386 (vww, kws):
+# - stride 1: the kernel over sign-extended rows (depthwise_s8_dsp_rows.c.j2; every input
+#   word extended once instead of once per window, no border path): kws 4.20 -> 3.20, vww's
+#   8 channels 4.47 -> 3.83, 32 channels 4.06 -> 3.42 instructions per MAC;
+# - strided: each input word is read by about 2 windows, so extending rows first does not
+#   pay (vww 16 channels 4.12 -> 4.38, 32 channels 3.64 -> 3.96); depthwise_s8_dsp.c.j2
+#   with the table from 32 channels on (4.06 -> 3.64), with separate arrays below (gcc's code
+#   for the table with 8 or 16 channels was slower: 4.12 -> 5.45).
+TABLE_MIN_CHANNELS = 32
+
+
+def rows_ok(win) -> bool:
+    """Whether the kernel over sign-extended rows applies (with the table path)."""
+    return win.sh == 1 and win.sw == 1
+
+
+def dsp_weights(ctx, wk, in_c, scale: int = 1):
+    """Weights (times `scale`) sign-extended per 4 channels and tap as words (w_c, w_c+2),
+    (w_c+1, w_c+3): the halfword order SXTB16 gives the input word, for SMLABB/SMLATT."""
+    t = scale * wk.astype(np.int64).reshape(wk.shape[0], in_c // 4, 4)   # [tap][group][4 channels]
     lo = (t[..., 0] & 0xFFFF) | ((t[..., 2] & 0xFFFF) << 16)
     hi = (t[..., 1] & 0xFFFF) | ((t[..., 3] & 0xFFFF) << 16)
     words = np.stack([lo, hi], axis=-1).transpose(1, 0, 2)           # [group][tap][2]
     return ctx.const(words.astype(np.uint32).view(np.int32), "int32_t", "weights_dsp",
-                     "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap")
+                     "weights sign-extended in pairs of channels (c, c+2), (c+1, c+3) per tap"
+                     + (", doubled" if scale == 2 else ""))
 
 
 def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
     """Everything the DSP variant reads: its weight layout, tap offsets, the zero-point word,
-    the folded bias (0 for channels with constant outputs) and the requantization."""
+    the folded bias (0 for channels with constant outputs) and the requantization. With the
+    fast requantization, weights and bias are stored doubled (int8 weights doubled fit the
+    int16 halfwords) so the accumulator arrives as the 2 * acc that SMMULR needs, and bias and
+    requantization parameters are one table read in order per 4 channels."""
     mult, shift = per_channel_multipliers(x, w, y, in_c)
     wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
     dead = zero_channels(mult, shift, acc_bound(fb, wabs))
@@ -49,13 +70,26 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
     # all-zero weight columns give constant outputs, produced by the requantization constants
     consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
     dfb = np.where(wabs == 0, 0, fb)
-    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(dfb, wabs),
-                               w.quant.per_channel, in_c, constants=consts)
+    bound = acc_bound(dfb, wabs)
     zp = x.zero_point & 0xFF
     v = dict(taps=[(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
                    for ky in range(win.kh) for kx in range(win.kw)],
-             zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]),
-             wexp=dsp_weights(ctx, wk, in_c))
+             zpw=int(np.array([zp * 0x01010101], np.uint32).view(np.int32)[0]))
+    values = fast_requant_values(mult, shift, y.zero_point, bound, consts)
+    if values is not None and values[3] == 0 and (in_c >= TABLE_MIN_CHANNELS or rows_ok(win)):
+        mult_, rshift, radd, _ = values
+        cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
+                for a in (2 * dfb, mult_, radd, rshift)]
+        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point,
+                 rq_table=ctx.const(np.concatenate(cols, axis=1).astype(np.int32), "int32_t",
+                                    "bias_requant", "per 4 channels: doubled folded bias, "
+                                    "multiplier, radd, rshift (four of each)"),
+                 wexp=dsp_weights(ctx, wk, in_c, 2))
+        v["act_min"], v["act_max"] = activation_range_int(act, y)
+        return v
+    v.update(table=False, wexp=dsp_weights(ctx, wk, in_c))
+    fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
+                               w.quant.per_channel, in_c, constants=consts)
     if fast is not None:
         v.update(fast, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
         v["act_min"], v["act_max"] = activation_range_int(act, y)
@@ -78,6 +112,7 @@ def lower_depthwise_conv2d(op, g, ctx):
     act = op.attrs.get("fused_activation_function", "NONE")
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     scratch = 0
+    inplace = False
     if x.dtype == "float32":
         v.update(depthwise_f32_vars(ctx, w, b, win, in_h, in_w))
         v["act_min"], v["act_max"] = activation_range_float(act)
@@ -99,13 +134,25 @@ def lower_depthwise_conv2d(op, g, ctx):
                                outputs=[y.id], helpers={"requant", "gemm_rv"},
                                macs=batches * win.out_h * win.out_w * out_c * kh * kw)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
-        v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1)
+        v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what))
-            # In place (conv.ring_inplace): a ring of pad_t + 1 output rows in scratch; see
-            # depthwise_s8_dsp.c.j2.
-            if ring_inplace(g, x, win, in_h, in_w):
+            inplace = ring_inplace(g, x, win, in_h, in_w)
+            if v.get("table") and rows_ok(win):
+                # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
+                # extended once instead of once per window reading it, and no border path.
+                # In place it needs no ring of output rows: output row oy covers input row
+                # oy's bytes, and every input row up to oy is extended before it is written.
+                pad_r = max(0, (win.out_w - 1) * win.sw - win.pad_l + (kw - 1) * win.dw - (in_w - 1))
+                zp = x.zero_point & 0xFFFF
+                v.update(rows=True, pw=win.pad_l + in_w + pad_r, px=in_c // 2,
+                         rspan=(kh - 1) * win.dh + 1,
+                         zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
+                scratch = 4 * (v["rspan"] + 1) * v["pw"] * v["px"]
+            elif inplace:
+                # In place (conv.ring_inplace): a ring of pad_t + 1 output rows in scratch;
+                # see depthwise_s8_dsp.c.j2.
                 v["lag"] = win.pad_t
                 scratch = (win.pad_t + 1) * in_w * in_c
         else:
@@ -119,4 +166,4 @@ def lower_depthwise_conv2d(op, g, ctx):
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=scratch > 0)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace)

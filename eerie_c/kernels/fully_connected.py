@@ -44,7 +44,7 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
     if ctx.target == "cortex-m55":   # only reached where the Helium kernel does not apply
         enc = encode_s8(wdata)
     else:
-        enc = choose(wdata, folded, batches)
+        enc = choose(wdata, folded, batches, ctx.optimize)
     if "perm" in enc:   # rows reordered: per-channel constants follow, the kernel stores via perm
         p = enc["perm"].astype(np.int64)
         folded, wabs, mult, shift = folded[p], wabs[p], mult[p], shift[p]
@@ -73,6 +73,7 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
         v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, np.int16), "int16_t",
                              "fix", "column | k << 11: weight = field + k * 2^bits")
     v["act_min"], v["act_max"] = activation_range_int(act, y)
+    v["choice"] = f"weights {fmt} ({enc.get('why', 'the only DSP format here')})"
     return v
 
 
@@ -112,7 +113,7 @@ def lower_fully_connected(op, g, ctx):
                                helpers={"requant", "dsp", HELPERS[dsp["fmt"]]}
                                | ({"dsp_fc"} if dsp["fmt"] != "s8" else set()),
                                scratch_bytes=dsp["scratch"],
-                               macs=batches * units * depth)
+                               macs=batches * units * depth, choice=dsp["choice"])
         if (has_rv(ctx.target) and batches * units * depth > 0
                 and np.abs(folded).max(initial=0) < 2 ** 31):   # RISC-V: GEMM of _rv.py
             rv = gemm_vars(ctx, wdata, folded, mult, shift, y, act, c_comment(w.label))

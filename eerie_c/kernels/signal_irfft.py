@@ -12,20 +12,13 @@ from __future__ import annotations
 
 from ..templating import render
 from . import Lowered, kernel
-from ._kiss_fft import check_type_option, plan_fft
-from ._signal import check_io, fail, int_attr
+from ._kiss_fft import fft_op
+from ._signal import fail
 
 
 @kernel("CUSTOM:SignalIrfft", dtypes=("int16", "int32", "float32"))
 def lower_irfft(op, g, ctx):
-    dtype = g.t(op.inputs[0]).dtype
-    check_io(op, g, [(dtype, None)], [(dtype, None)])
-    check_type_option(op, dtype)
-    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-    if not x.shape or len(x.shape) != len(y.shape):
-        fail(op, f"input {list(x.shape)} and output {list(y.shape)} differ in rank")
-    length = int_attr(op, "fft_length", 4, 1 << 15)
-    fft = plan_fft(op, ctx, length, dtype, inverse=True)
+    dtype, x, y, length, fft = fft_op(op, g, ctx, inverse=True)
     n = fft["n"]
     # TFLM reads bins 0..N of each input frame and writes fft_length samples at each output
     # frame: anything shorter would read or write past the frame (and the tensor).

@@ -10,20 +10,13 @@ from __future__ import annotations
 
 from ..templating import render
 from . import Lowered, kernel
-from ._kiss_fft import check_type_option, kiss_factors, plan_fft   # noqa: F401 (tests import kiss_factors here)
-from ._signal import check_io, fail, int_attr
+from ._kiss_fft import fft_op, kiss_factors   # noqa: F401 (tests import kiss_factors here)
+from ._signal import fail
 
 
 @kernel("CUSTOM:SignalRfft", dtypes=("int16", "int32", "float32"))
 def lower_rfft(op, g, ctx):
-    dtype = g.t(op.inputs[0]).dtype
-    check_io(op, g, [(dtype, None)], [(dtype, None)])
-    check_type_option(op, dtype)
-    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-    if not x.shape or len(x.shape) != len(y.shape):
-        fail(op, f"input {list(x.shape)} and output {list(y.shape)} differ in rank")
-    length = int_attr(op, "fft_length", 4, 1 << 15)
-    fft = plan_fft(op, ctx, length, dtype, inverse=False)
+    dtype, x, y, length, fft = fft_op(op, g, ctx, inverse=False)
     n = fft["n"]
     in_len, out_len = x.shape[-1], y.shape[-1] // 2
     frames = x.size // in_len if in_len else 0
