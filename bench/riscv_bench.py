@@ -13,7 +13,8 @@ the same model also runs on mps2-an386 (Cortex-M4, DSP kernels) for comparison.
     python3 bench/riscv_bench.py --models kws_ref_model --target riscv32imac --arm
 
 Measurement only: nothing here asserts a speed. int8 CONV_2D and FULLY_CONNECTED use the RISC-V
-GEMM kernels (eerie_c/kernels/_rv.py), the other ops the portable C ones; bench/riscv_results.md
+GEMM kernels (eerie_c/kernels/_rv.py), DEPTHWISE_CONV_2D the RISC-V one (kernels/_rv_dw.py),
+the other ops the portable C ones; bench/riscv_results.md
 has the table with the figures before those kernels, and per-layer counts
 (bench/profile_layers.py MODEL --board riscv-virt).
 """

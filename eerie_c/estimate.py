@@ -18,7 +18,8 @@ C/A/F): fitted the same way to per-layer minstret counts of the same six models 
 (RV32IMAFC), per layer within 0.67-2.0x (a model's first convolution is the 2x outlier), whole
 models within 10%; int8 CONV_2D, CONV_2D_ADD and FULLY_CONNECTED refitted for the RISC-V GEMM
 kernels (kernels/_rv.py) on the four int8 models, per layer within 0.55-1.04x (the small
-FULLY_CONNECTED layers are the low end); float with the FPU from ResNet-8 and ad01_fp32; soft
+FULLY_CONNECTED layers are the low end); int8 DEPTHWISE_CONV_2D refitted for kernels/_rv_dw.py
+on kws and vww (3x3 only, so per MAC alone: per layer within 0.87-1.19x); float with the FPU from ResNet-8 and ad01_fp32; soft
 float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
 only, so other float kernels in soft float are rough.
 
@@ -67,7 +68,7 @@ COSTS = {
 }
 COSTS.update({
     ("rv32", False): {"CONV_2D": (3.05, 27, 0, 200), "CONV_2D_ADD": (3.03, 135, 0, 200),
-                      "DEPTHWISE_CONV_2D": (21.2, 0, 0, 200), "FULLY_CONNECTED": (3.74, 21.5, 0, 150),
+                      "DEPTHWISE_CONV_2D": (5.17, 0, 0, 200), "FULLY_CONNECTED": (3.74, 21.5, 0, 150),
                       "AVERAGE_POOL_2D": (0, 0, 4.7, 150), "SOFTMAX": (0, 93, 0, 700)},
     ("rv32f", True): {"CONV_2D": (6.25, 90, 0, 200), "FULLY_CONNECTED": (7.0, 12, 0, 150),
                       "ADD": (0, 0, 5.9, 150), "AVERAGE_POOL_2D": (0, 0, 4.7, 150),

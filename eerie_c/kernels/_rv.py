@@ -35,15 +35,14 @@ def has_rv(target: str) -> bool:
     return target in RV_TARGETS
 
 
-def gemm_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: str,
-              label: str) -> dict:
-    """Constants of eerie_gemm_rv_s8 for weights [out_c][K] (int8) and the folded bias:
-    weights as [ocp / 4][K][4], bias, and the requantization as int32 arrays of ocp entries
-    (per-tensor parameters repeated, so the kernel has one form): fast = 1 with mult, shift
-    (the right shift) and radd of eerie_requant_fast, out_zp what is added after it; fast = 0
-    with TFLite's multiplier and exponent."""
+def rq_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: str,
+             ocp: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The requantization of rows [out_c][K] of weights with the folded bias, as int32
+    arrays of ocp entries (per-tensor parameters repeated, so the kernels have one form):
+    fast = 1 with mult, shift (the right shift) and radd of eerie_requant_fast, out_zp what
+    is added after it; fast = 0 with TFLite's multiplier and exponent. Returns it with the
+    weights and bias the kernel must use (dead and constant channels zeroed when fast)."""
     out_c, k = wflat.shape
-    ocp = round_up(out_c, BLOCK)
     mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (out_c,))
     shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (out_c,))
     wflat, fbias = np.asarray(wflat, np.int64), np.asarray(fbias, np.int64)
@@ -66,6 +65,16 @@ def gemm_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: st
                  mult=ctx.const(pad_to(mult.astype(np.int32), (ocp,)), "int32_t", "multiplier"),
                  shift=ctx.const(pad_to(shift.astype(np.int32), (ocp,)), "int32_t", "shift"))
         v["radd"] = v["shift"]   # not read by the general formula
+    return v, wflat, fbias
+
+
+def gemm_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: str,
+              label: str) -> dict:
+    """Constants of eerie_gemm_rv_s8 for weights [out_c][K] (int8) and the folded bias:
+    weights as [ocp / 4][K][4], bias, and the requantization of rq_vars."""
+    out_c, k = wflat.shape
+    ocp = round_up(out_c, BLOCK)
+    v, wflat, fbias = rq_vars(ctx, wflat, fbias, mult, shift, y, act, ocp)
     wdata = pad_to(wflat.astype(np.int8), (ocp, k))
     wdata = wdata.reshape(ocp // BLOCK, BLOCK, k).transpose(0, 2, 1)
     v["weights"] = ctx.const(np.ascontiguousarray(wdata), "int8_t", "weights",

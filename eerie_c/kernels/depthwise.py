@@ -9,19 +9,22 @@ interior of the output (every tap in bounds) uses a bias with the input zero poi
 Targets with the DSP extension (see _dsp.py) get depthwise_s8_dsp.c.j2 instead when the depth
 multiplier is 1 and the channels a multiple of 4: four channels per word with SXTB16 and
 SMLABB/SMLATT, taps outside the image reading the zero point, which the folded bias cancels.
+RISC-V targets get depthwise_s8_rv.c.j2 (see _rv_dw.py) for kernels of up to 9 taps.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..templating import render
-from . import Lowered, kernel
+from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
                    zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_rules import folded_bias, ring_inplace
 from ._f32 import depthwise_vars as depthwise_f32_vars
+from ._rv import has_rv
+from ._rv_dw import dw_rv_vars
 from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
 
 
@@ -123,6 +126,13 @@ def lower_depthwise_conv2d(op, g, ctx):
             low = lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
+        if has_rv(ctx.target):    # RISC-V: weights in registers, borders unrolled (_rv_dw.py)
+            rv = dw_rv_vars(ctx, x, w, b, y, win, in_h, in_w, act, what, c_comment(w.label))
+            if rv is not None:
+                v.update(rv)
+                return Lowered(body=render("kernels/depthwise_s8_rv.c.j2", **v), inputs=[x.id],
+                               outputs=[y.id], helpers={"requant", "gemm_rv"},
+                               macs=batches * win.out_h * win.out_w * out_c * kh * kw)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
         v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
         if dsp:
