@@ -50,6 +50,7 @@ def fuse_float_activation(g: Graph) -> Graph:
             continue
         ops.append(op)
         i += 1
-    if len(ops) == len(g.ops):
-        return g
-    return replace(g, ops=ops)
+    # in place, not dataclasses.replace: a graph carries attributes beyond its fields (a torch
+    # program's dynamic_dims, say) that a new Graph would drop
+    g.ops = ops
+    return g
