@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and padding, as the kernels use them
+
 ALIGN = 16
 KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 MAX_GRID = 8        # tiles per axis the planner tries
@@ -91,10 +93,6 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _out_size(padding: str, size: int, k: int, s: int, d: int) -> int:
-    return (size + s - 1) // s if padding == "SAME" else (size + s - ((k - 1) * d + 1)) // s
-
-
 def layer_of(op, g) -> Layer | None:
     """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv or
     depthwise over a batch-1 NHWC tensor, or a padding this module does not know)."""
@@ -120,8 +118,8 @@ def layer_of(op, g) -> Layer | None:
     _, out_h, out_w, out_c = y.shape
     if (_out_size(padding, in_h, kh, sh, dh), _out_size(padding, in_w, kw, sw, dw)) != (out_h, out_w):
         return None
-    pad_t = max((out_h - 1) * sh + (kh - 1) * dh + 1 - in_h, 0) // 2
-    pad_l = max((out_w - 1) * sw + (kw - 1) * dw + 1 - in_w, 0) // 2
+    pad_t = _pad_before(in_h, out_h, kh, sh, dh)
+    pad_l = _pad_before(in_w, out_w, kw, sw, dw)
     return Layer(op.kind, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, sh, sw, dh, dw, pad_t, pad_l)
 
 
