@@ -129,6 +129,27 @@ def assert_invoke_stack_within_bound(report: dict):
     assert bound <= 2 * measured, (measured, bound)
 
 
+
+def assert_board_matches_tflm(model: bytes, xs: list[np.ndarray], tmp_path: Path, board: str,
+                              core: str, name: str = "m", **kw) -> dict:
+    """Run `model` on `board` in QEMU and check what every board test checks: the report names
+    the board and the core (its report's target), int outputs equal TFLM's bit for bit and float outputs are within
+    1e-5 of the output range, and the measured stack stays under both proven bounds. Returns
+    the run's report for the test's own checks."""
+    ref = tflm_run(model, xs)
+    got, rep = eerie_run(model, xs, tmp_path, name=name, board=board, **kw)
+    assert rep["board"] == board and rep["target"] == core, (rep["board"], rep["target"])
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        if r.dtype.kind == "f":
+            span = max(float(np.abs(r).max()), 1e-6)
+            np.testing.assert_allclose(g, r, rtol=0, atol=1e-5 * span)
+        else:
+            np.testing.assert_array_equal(g, r)
+    assert_invoke_stack_within_bound(rep)
+    assert rep["stack_high_water_bytes"] <= rep["firmware_stack_bound_bytes"] <= rep["stack_reserve_bytes"]
+    return rep
+
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     if not MODELS.is_dir():

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_invoke_stack_within_bound, eerie_run, random_inputs, require_board_tools, tflm_run
+from conftest import assert_board_matches_tflm, random_inputs, require_board_tools
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ops"))
 from test_conv import unsaturated_scale  # noqa: E402
 from test_depthwise import dw_model  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 from eerie_c.api import compile_model  # noqa: E402
 
@@ -40,13 +38,8 @@ def test_rv_depthwise_on_board_matches_tflm(tmp_path, case, board, target):
     build, shape = CASES[case]
     model = build()
     xs = [random_inputs(list(shape), "int8", 2, seed=11)]
-    ref = tflm_run(model, xs)
-    got, rep = eerie_run(model, xs, tmp_path, name=case.replace("-", "_"), board=board)
-    assert rep["board"] == board and rep["target"] == target
+    assert_board_matches_tflm(model, xs, tmp_path, board, target, name=case.replace("-", "_"))
     src = tmp_path / "k.tflite"
     src.write_bytes(model)
     assert "/* output rows " in compile_model(src, target=target, name="k").files["k.c"], \
         "the RISC-V depthwise kernel is used"
-    np.testing.assert_array_equal(got[0], ref[0])
-    assert_invoke_stack_within_bound(rep)
-    assert rep["stack_high_water_bytes"] <= rep["firmware_stack_bound_bytes"] <= rep["stack_reserve_bytes"]

@@ -11,10 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from conftest import assert_invoke_stack_within_bound, eerie_run, random_inputs, require_board_tools, tflm_run
+from conftest import assert_board_matches_tflm, random_inputs, require_board_tools
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ops"))
 from test_conv import conv_model, unsaturated_scale  # noqa: E402
@@ -43,11 +42,5 @@ CASES = {
 def test_rv_gemm_on_board_matches_tflm(tmp_path, case, board, target):
     require_board_tools(board)
     build, shape = CASES[case]
-    model = build()
     xs = [random_inputs(list(shape), "int8", 2, seed=11)]
-    ref = tflm_run(model, xs)
-    got, rep = eerie_run(model, xs, tmp_path, name=case.replace("-", "_"), board=board)
-    assert rep["board"] == board and rep["target"] == target
-    np.testing.assert_array_equal(got[0], ref[0])
-    assert_invoke_stack_within_bound(rep)
-    assert rep["stack_high_water_bytes"] <= rep["firmware_stack_bound_bytes"] <= rep["stack_reserve_bytes"]
+    assert_board_matches_tflm(build(), xs, tmp_path, board, target, name=case.replace("-", "_"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import assert_invoke_stack_within_bound, eerie_run, random_inputs, require_board_tools, tflm_run
+from conftest import assert_board_matches_tflm, random_inputs, require_board_tools
 from test_cortex_m0 import IDS, models
 
 BOARD, TARGET = "sifive_e", "riscv32imac"
@@ -24,14 +24,4 @@ def test_kernel_on_sifive_e_matches_tflm(tmp_path, model_id):
           for k, (shape, dtype) in enumerate(specs)]
     if specs[0][1] == "int16":
         xs = [(x // 4).astype(np.int16) for x in xs]
-    ref = tflm_run(model, xs)
-    got, rep = eerie_run(model, xs, tmp_path, name=model_id, board=BOARD)
-    assert rep["board"] == BOARD and rep["target"] == TARGET
-    for g, r in zip(got, ref):
-        if r.dtype.kind == "f":
-            span = max(float(np.abs(r).max()), 1e-6)
-            np.testing.assert_allclose(g, r, rtol=0, atol=1e-5 * span)
-        else:
-            np.testing.assert_array_equal(g, r)
-    assert_invoke_stack_within_bound(rep)
-    assert rep["stack_high_water_bytes"] <= rep["firmware_stack_bound_bytes"] <= rep["stack_reserve_bytes"]
+    assert_board_matches_tflm(model, xs, tmp_path, BOARD, TARGET, name=model_id)
