@@ -62,6 +62,8 @@ def firmware_files(res, board: Board) -> dict[str, str | bytes]:
         files[f"runtime/{f}"] = (rt / src).read_text()
     for f in (("eerie_uart.h",) if uart else ()) + board.runtime_sources:
         files[f"runtime/{f}"] = (rt / f).read_text()
+    if arch.family == "riscv":   # `make run` ends at a misaligned access, as eerie-c's runs do
+        files["runtime/qemu_align_plugin.c"] = (rt / "qemu_align_plugin.c").read_text()
     if uart:   # the host side, to run the image without eerie-c (`make run`, `make run-board`)
         files["runtime/eerie_serial.py"] = Path(serial_link.__file__).read_text()
     # One record of zero bytes, so that `make run` works out of the box.

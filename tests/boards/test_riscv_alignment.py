@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import require_board_tools
+from conftest import require_board_tools, require_tools
 from eerie_c.errors import CompilerBug
 from eerie_c.resources import resource_dir
 from eerie_c.toolchain import qemu
@@ -101,3 +101,34 @@ def test_the_plugin_is_built_once_into_the_cache(tmp_path, monkeypatch):
     stamp = first.stat().st_mtime_ns
     assert align_plugin.plugin_path() == first and first.stat().st_mtime_ns == stamp
     assert [p.name for p in first.parent.iterdir()] == [first.name]   # no temporary left behind
+
+
+@pytest.mark.parametrize("build", ["make", "cmake"])
+def test_project_run_loads_the_plugin(models_dir, tmp_path, build):
+    """The generated project's own `make run` / `cmake --build build -t run` (no eerie-c
+    involved) builds runtime/qemu_align_plugin.c with the host compiler and loads it: the
+    model's image runs as eerie-c's runs do, and a main.c with a misaligned load ends there."""
+    from eerie_c.api import compile_model
+    require_board_tools("riscv-virt")
+    if build == "cmake":
+        require_tools("cmake")
+    out = tmp_path / "fw"
+    compile_model(models_dir / "ad01_int8.tflite", out, board="riscv-virt")
+    assert (out / "runtime" / "qemu_align_plugin.c").is_file()
+    run = (["make", "--no-print-directory", "run"] if build == "make"
+           else ["cmake", "--build", "build", "-t", "run"])
+    if build == "cmake":
+        subprocess.run(["cmake", "-S", ".", "-B", "build"], cwd=out, check=True, capture_output=True)
+    p = subprocess.run(run, cwd=out, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "eerie: inferences 1" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert ("-plugin runtime/qemu_align_plugin.so" if build == "make"   # make echoes the command
+            else "Generating qemu_align_plugin.so") in p.stdout + p.stderr
+    main = (out / "main.c").read_text()
+    (out / "main.c").write_text(main.replace(
+        "int main(void)\n{",
+        "int main(void)\n{\n    static uint32_t w[2];\n"
+        "    { uint32_t v; __asm__ __volatile__(\"lw %0, 1(%1)\" : \"=r\"(v) : \"r\"(w) : \"memory\"); (void)v; }", 1))
+    assert (out / "main.c").read_text() != main, "main.c has no `int main(void)\\n{` to patch"
+    p = subprocess.run(run, cwd=out, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "eerie: fault: misaligned 4-byte load" in p.stdout + p.stderr, \
+        p.stdout + p.stderr
