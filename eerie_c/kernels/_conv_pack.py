@@ -165,3 +165,30 @@ def size_lowering(v: dict) -> tuple[str, int, bool]:
                                                        "weights": "wb", "rq_table": "qb"})
     # one block: unpacked once, then the default loop order (a pixel's channels all at once)
     return body, scratch, v["nblocks"] == 1
+
+
+def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int) -> dict | None:
+    """--optimize size for the DSP depthwise kernels' requantization table (16 B per channel):
+    9 B per channel (meta = rshift << 3, bias and multiplier), expanded into scratch once per
+    call by eerie_dw_unpack_rq; None when that does not save MIN_SAVED bytes or the table's
+    radd is not the derived one."""
+    mult, rshift, radd, zp_after = values
+    if zp_after != 0 or 7 * channels - CODE_RQ < MIN_SAVED:
+        return None
+    bm = rq_arrays(fbias, np.broadcast_to(mult, (channels,)), np.broadcast_to(rshift, (channels,)),
+                   np.broadcast_to(radd, (channels,)), out_zp)
+    if bm is None:
+        return None
+    meta = (np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
+    return dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3"),
+                rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
+                                "multiplier 0: the constant output), multiplier"),
+                rq_table="dwq", size_why=f"requantization 9 B per channel (size: "
+                                         f"{7 * channels - CODE_RQ:,} B saved)")
+
+
+def dw_size_preamble(v: dict, offset: int) -> str:
+    """The C lines before a size-mode depthwise layer's body: its table into scratch."""
+    return ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
+            f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
+            f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['in_c']}, {v['out_zp']}, dwq);\n")
