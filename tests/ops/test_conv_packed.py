@@ -53,7 +53,7 @@ def packed_conv_model(in_shape, out_c, k, stride=(1, 1), padding="SAME", dil=(1,
     x = mb.input(list(in_shape), "int8", scale=0.05, zero_point=in_zp)
     w = mb.const(wt, "int8", scale=wscale, zero_point=[0] * out_c, axis=0)
     bscale = 0.05 * np.asarray(wscale, np.float32)
-    b = mb.const(rng.integers(-3000, 3000, out_c), "int32", scale=bscale,
+    b = mb.const(rng.integers(-300, 300, out_c), "int32", scale=bscale,   # unsaturated constants
                  zero_point=[0] * out_c, axis=0)
     y = mb.tensor([n, _out(padding, h, kh, stride[0], dil[0]), _out(padding, w_, kw, stride[1], dil[1]),
                    out_c], "int8", scale=0.04, zero_point=3)
