@@ -98,7 +98,7 @@ def block_pairs(kp: int, ocp: int) -> int:
 
 
 def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, out_zp: int,
-              what_w: str) -> dict | None:
+              what_w: str, formats=("rq", "packed")) -> dict | None:
     """The layer's size-mode format (dict for conv2d_s8's templates) or None to keep the
     default one. wflat: [out_c][k] int8 weights (dead channels zeroed), fbias: folded bias
     (zero for constant channels), values: fast_requant_values(...) with the zero point folded."""
@@ -115,8 +115,10 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     default = ocp * kp + 16 * ocp
     sizes = {"rq": ocp * kp + 9 * out_c + CODE_RQ,
              "packed": packed.size + 9 * out_c + CODE_PACKED}
-    fmt = FORCE or min(sizes, key=sizes.get)
-    if FORCE is None and default - sizes[fmt] < MIN_SAVED:
+    sizes = {f: n for f, n in sizes.items() if f in formats}
+    forced = FORCE if FORCE in sizes else None
+    fmt = forced or min(sizes, key=sizes.get)
+    if forced is None and default - sizes[fmt] < MIN_SAVED:
         return None
     meta = ((bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
     v = dict(size_fmt=fmt, rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: weight bits "
@@ -151,12 +153,8 @@ def size_lowering(v: dict) -> tuple[str, int, bool]:
     kp, ocp = v["kp"], v["ocp"]
     base = 4 * kp + (0 if v["direct"] else kp)          # the columns (and window bytes)
     if v["size_fmt"] == "rq":
-        qoff, scratch = base, base + 16 * ocp
-        pre = ("/* --optimize size: requantization rows expanded from 9 bytes per channel */\n"
-               f"int32_t *const rqs = (int32_t *)(scratch + {qoff});\n"
-               f"eerie_conv_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['out_c']}, "
-               f"{v['out_zp']}, rqs);\n")
-        return pre + render("kernels/conv2d_s8.c.j2", **{**v, "rq_table": "rqs"}), scratch, True
+        return (rq_preamble(v, base) + render("kernels/conv2d_s8.c.j2", **{**v, "rq_table": "rqs"}),
+                base + 16 * ocp, True)
     bp = v["bp"]
     qoff = base
     woff = qoff + 32 * bp
@@ -192,3 +190,11 @@ def dw_size_preamble(v: dict, offset: int) -> str:
     return ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
             f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
             f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['in_c']}, {v['out_zp']}, dwq);\n")
+
+
+def rq_preamble(v: dict, offset: int) -> str:
+    """The C lines before an "rq" layer's body (rendered with rq_table = "rqs"): its
+    requantization rows (16 * ocp bytes) into scratch at offset (a multiple of 4)."""
+    return ("/* --optimize size: requantization rows expanded from 9 bytes per channel */\n"
+            f"int32_t *const rqs = (int32_t *)(scratch + {offset});\n"
+            f"eerie_conv_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['out_c']}, {v['out_zp']}, rqs);\n")

@@ -210,13 +210,13 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 SHARED_MIN_K = 16
 
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: bool = False) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
-    the requantization is eerie_requant_fast's when proven exact. pack: under --optimize size
-    the layer may take a compact format of _conv_pack.py (size_fmt in the result)."""
+    the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
+    _conv_pack.py the caller can lower under --optimize size (size_fmt in the result)."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
@@ -246,7 +246,8 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: bool = False) -> 
         v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
                        and ocp // 2 <= 65536)
         if v["shared"] and pack and ctx.optimize == "size":
-            sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label))
+            sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
+                           pack)
             if sv is not None:
                 v.update(sv, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
                 v["act_min"], v["act_max"] = activation_range_int(act, y)
@@ -351,7 +352,8 @@ def lower_conv2d(op, g, ctx):
                 return low
         if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
             return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
-        v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c, pack=True))
+        v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                                 pack=("rq", "packed")))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         if v.get("size_fmt"):   # --optimize size: compact constants (_conv_pack.py)
             body, scratch, may_inplace = size_lowering(v)

@@ -172,3 +172,29 @@ def test_depthwise_size_qemu(tmp_path, case):
     xs = [random_inputs(list(in_shape), "int8", 2, seed=6)]
     rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
     assert rep["ops"][0]["choice"].startswith("requantization 9 B per channel")
+
+
+# CONV_2D_ADD (the fused residual ADD): only the "rq" format applies there
+@pytest.mark.parametrize("case", ["residual-larger-batch2", "downsample", "conv-larger-odd-none"])
+def test_conv_add_rq_host(tmp_path, size_mode, case):
+    from test_conv_add_dsp import CASES as ADD_CASES
+    size_mode("rq")
+    model, shape = ADD_CASES[case]()
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    res = compile_model(src, target="cortex-m4", name="m", optimize="size")
+    adds = [op for op in res.report["ops"] if op["kind"] == "CONV_2D_ADD"]
+    assert adds and all(op["choice"].startswith("weights int8, requantization 9 B") for op in adds)
+    assert "eerie_conv_unpack_rq(l" in res.files["m.c"]
+    check_dsp_target(tmp_path, model, shape)
+
+
+@pytest.mark.parametrize("case", ["residual-larger-batch2", "downsample"])
+def test_conv_add_rq_qemu(tmp_path, size_mode, case):
+    from test_conv_add_dsp import CASES as ADD_CASES
+    size_mode("rq")
+    model, shape = ADD_CASES[case]()
+    xs = [random_inputs(shape, "int8", 2, seed=7)]
+    rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
+    assert any(op["kind"] == "CONV_2D_ADD" and op["choice"].startswith("weights int8, requantization 9 B")
+               for op in rep["ops"])
