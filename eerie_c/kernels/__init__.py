@@ -194,6 +194,15 @@ class LowerCtx:
         self.consts.append(Const(name, ctype, data, comment))
         return name
 
+    def checkpoint(self) -> tuple:
+        """What rollback needs to forget the constants made after this call (a kernel that
+        tries one lowering and then takes another)."""
+        return len(self.consts), dict(self._by_key), set(self._names)
+
+    def rollback(self, cp: tuple):
+        n, self._by_key, self._names = cp[0], dict(cp[1]), set(cp[2])
+        del self.consts[n:]
+
     def tensor_const(self, t: Tensor, hint: str) -> str:
         return self.const(t.data, DTYPE_C[t.dtype], hint, c_comment(t.label))
 

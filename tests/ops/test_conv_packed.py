@@ -4,7 +4,9 @@ needs (1..8, all-zero channels, -128) and unpacked in blocks of channels, the "r
 (int8 weights, requantization from 9 bytes per channel) and the DSP depthwise table from 9
 bytes per channel, vs TFLM: odd shapes and channel counts, padding, strides, dilation,
 batches > 1, several blocks with an odd last one. Built for the host (plain-C branch with
-UBSan and the source proof) and run in QEMU on mps2-an386 (M4) and mps2-an500 (M7)."""
+UBSan and the source proof) and run in QEMU on mps2-an386 (M4) and mps2-an500 (M7), and the
+packed conv on mps3-an547 (M55: size mode takes it over the Helium kernel where packing is
+the layer's smallest format)."""
 from __future__ import annotations
 
 import numpy as np
@@ -122,7 +124,8 @@ def test_conv_size_host(tmp_path, size_mode, case, fmt):
     check_dsp_target(tmp_path, model, in_shape)
 
 
-@pytest.mark.parametrize("board,core", [("mps2-an386", "cortex-m4"), ("mps2-an500", "cortex-m7")])
+@pytest.mark.parametrize("board,core", [("mps2-an386", "cortex-m4"), ("mps2-an500", "cortex-m7"),
+                                        ("mps3-an547", "cortex-m55")])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_conv_packed_qemu(tmp_path, size_mode, case, board, core):
     size_mode("packed")
@@ -198,3 +201,17 @@ def test_conv_add_rq_qemu(tmp_path, size_mode, case):
     rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
     assert any(op["kind"] == "CONV_2D_ADD" and op["choice"].startswith("weights int8, requantization 9 B")
                for op in rep["ops"])
+
+
+def test_m55_size_keeps_helium_unless_packed(tmp_path):
+    """On the M55 a layer leaves its Helium kernel in size mode only for packed weights: 8-bit
+    weights (nothing to pack) stay on Helium."""
+    model = packed_conv_model((1, 6, 5, 32), 32, (1, 1), act="RELU", seed=2)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    small = compile_model(src, target="cortex-m55", name="m", optimize="size")
+    assert "eerie_conv_unpack_w(src" in small.files["m.c"]
+    from test_conv import conv_model
+    src.write_bytes(conv_model("int8", (1, 6, 5, 32), 32, (1, 1), act="RELU"))
+    wide = compile_model(src, target="cortex-m55", name="m", optimize="size")
+    assert "eerie_conv_unpack" not in wide.files["m.c"] and "vmladav" in wide.files["m.c"].lower()
