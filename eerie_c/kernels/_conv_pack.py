@@ -137,8 +137,10 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
         return v
     bp = block_pairs(kp, ocp)
     hist = np.bincount(bits, minlength=9)[1:]
-    v.update(packed=ctx.const(packed, "uint8_t", "weights_packed", what_w + ", row c in bits[c] "
-                              "bits per tap (two's complement, LSB first, rows byte-aligned)"),
+    # 4 zero bytes after the rows: the unpacker's last group of a row may read that far ahead
+    v.update(packed=ctx.const(np.concatenate([packed, np.zeros(4, np.uint8)]), "uint8_t",
+                              "weights_packed", what_w + ", row c in bits[c] bits per tap (two's "
+                              "complement, LSB first, rows byte-aligned), 4 bytes of padding"),
              bp=bp, nblocks=-(-ocp // (2 * bp)))
     v["size_why"] = (f"weights packed {packed.size:,} B of {out_c * k:,} (bits per channel "
                      + ", ".join(f"{b + 1}: {n}" for b, n in enumerate(hist.tolist()) if n)
