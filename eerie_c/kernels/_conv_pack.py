@@ -21,8 +21,11 @@ rshift as int32 each). Size mode may replace it with:
             default loop order (and may run in place).
 
 The choice: the smallest of the three by estimated flash (constants plus the layer's extra
-code, CODE_RQ / CODE_PACKED bytes, measured on arm-none-eabi-gcc -O2), taken only if it saves
-at least MIN_SAVED bytes; the helpers' shared code (about 0.3 KB) is paid once per model.
+code, CODE_RQ / CODE_PACKED bytes, measured with arm-none-eabi-gcc -O2 for the M4), taken only
+if it saves at least MIN_SAVED bytes. Each shared helper function is paid once per model: the
+layers add what they save to ctx.size_saved per helper they need (packed layers credit
+eerie_conv_unpack_w with what they save beyond "rq"), and when a helper's total is below its
+code (HELPER_CODE), kernels.lower_graph lowers the model again with it off (ctx.size_off).
 BLOCK_BYTES bounds the unpacked block (scratch, planned in the arena like any kernel scratch).
 """
 from __future__ import annotations
@@ -36,6 +39,19 @@ BLOCK_BYTES = 4096     # unpacked weights + requantization rows of one block of 
 CODE_RQ = 24           # the unpack call before the layer's loops
 CODE_PACKED = 120      # the block loop and the unpack calls
 MIN_SAVED = 64
+HELPER_CODE = {"eerie_conv_unpack_rq": 160, "eerie_conv_unpack_w": 256, "eerie_dw_unpack_rq": 136}
+
+
+def unpaid_helpers(saved: dict[str, int]) -> frozenset[str]:
+    """The helpers whose layers together save less than the helper's own code (none while
+    FORCE makes the formats for a test)."""
+    if FORCE is not None:
+        return frozenset()
+    return frozenset(h for h, n in saved.items() if n < HELPER_CODE[h])
+
+
+def _credit(ctx, helper: str, saved: int):
+    ctx.size_saved[helper] = ctx.size_saved.get(helper, 0) + saved
 # FORCE = "rq" / "packed" gives every shared-kernel layer that format in size mode (tests of
 # layers too small for the rule to pick it)
 FORCE: str | None = None
@@ -115,11 +131,20 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     default = ocp * kp + 16 * ocp
     sizes = {"rq": ocp * kp + 9 * out_c + CODE_RQ,
              "packed": packed.size + 9 * out_c + CODE_PACKED}
+    if "eerie_conv_unpack_rq" in ctx.size_off:
+        return None
+    if "eerie_conv_unpack_w" in ctx.size_off:
+        formats = tuple(f for f in formats if f != "packed")
     sizes = {f: n for f, n in sizes.items() if f in formats}
+    if not sizes:
+        return None
     forced = FORCE if FORCE in sizes else None
     fmt = forced or min(sizes, key=sizes.get)
     if forced is None and default - sizes[fmt] < MIN_SAVED:
         return None
+    _credit(ctx, "eerie_conv_unpack_rq", default - sizes[fmt])
+    if fmt == "packed":
+        _credit(ctx, "eerie_conv_unpack_w", min(sizes.get("rq", default), default) - sizes[fmt])
     meta = ((bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
     v = dict(size_fmt=fmt, rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: weight bits "
                                               "- 1 | rshift << 3"),
@@ -173,18 +198,20 @@ def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int) -> dict | None:
     call by eerie_dw_unpack_rq; None when that does not save MIN_SAVED bytes or the table's
     radd is not the derived one."""
     mult, rshift, radd, zp_after = values
-    if zp_after != 0 or 7 * channels - CODE_RQ < MIN_SAVED:
+    saved = 7 * channels - CODE_RQ
+    if zp_after != 0 or saved < MIN_SAVED or "eerie_dw_unpack_rq" in ctx.size_off:
         return None
     bm = rq_arrays(fbias, np.broadcast_to(mult, (channels,)), np.broadcast_to(rshift, (channels,)),
                    np.broadcast_to(radd, (channels,)), out_zp)
     if bm is None:
         return None
+    _credit(ctx, "eerie_dw_unpack_rq", saved)
     meta = (np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
     return dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3"),
                 rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
                                 "multiplier 0: the constant output), multiplier"),
                 rq_table="dwq", size_why=f"requantization 9 B per channel (size: "
-                                         f"{7 * channels - CODE_RQ:,} B saved)")
+                                         f"{saved:,} B saved)")
 
 
 def dw_size_preamble(v: dict, offset: int) -> str:

@@ -146,10 +146,11 @@ def test_conv_rq_qemu(tmp_path, size_mode):
 
 
 # DSP depthwise with the requantization table: stride 1 (rows kernel) and >= 32 channels strided
+# (enough channels that the table's 7 B per channel also pay for eerie_dw_unpack_rq's code)
 DW_CASES = {
-    "s1-k3-batch2": ((2, 5, 6, 16), (3, 3), (1, 1), "SAME", "RELU"),
-    "s2-c32-valid": ((1, 7, 8, 32), (3, 3), (2, 2), "VALID", "RELU6"),
-    "s1-k5x3-odd": ((1, 7, 5, 16), (5, 3), (1, 1), "SAME", "NONE"),
+    "s1-k3-batch2": ((2, 5, 6, 36), (3, 3), (1, 1), "SAME", "RELU"),
+    "s2-c48-valid": ((1, 7, 8, 48), (3, 3), (2, 2), "VALID", "RELU6"),
+    "s1-k5x3-odd": ((1, 7, 5, 40), (5, 3), (1, 1), "SAME", "NONE"),
 }
 
 
@@ -215,3 +216,29 @@ def test_m55_size_keeps_helium_unless_packed(tmp_path):
     src.write_bytes(conv_model("int8", (1, 6, 5, 32), 32, (1, 1), act="RELU"))
     wide = compile_model(src, target="cortex-m55", name="m", optimize="size")
     assert "eerie_conv_unpack" not in wide.files["m.c"] and "vmladav" in wide.files["m.c"].lower()
+
+
+@pytest.mark.parametrize("case", ["small", "packs"])
+def test_size_never_grows_the_firmware(tmp_path, case):
+    """A shared helper is paid once per model: a model whose one layer would save 88 B with
+    the compact requantization (more than MIN_SAVED, less than eerie_conv_unpack_rq's code)
+    is lowered again without it, so it keeps the default format and the same flash; one whose
+    layer packs well is smaller. Whole-firmware flash (text + data) of the mps2-an386 build,
+    bit-exact both."""
+    from test_conv import conv_model
+    if case == "small":    # 8-bit weights: nothing to pack
+        shape = (1, 4, 4, 16)
+        model = conv_model("int8", shape, 16, (1, 1), act="RELU")
+    else:
+        shape = (1, 4, 4, 64)
+        model = packed_conv_model(shape, 64, (1, 1), seed=1)
+    xs = [random_inputs(list(shape), "int8", 1, seed=2)]
+    flash = {}
+    for mode in ("balanced", "size"):
+        (tmp_path / mode).mkdir()
+        rep = assert_board_matches_tflm(model, xs, tmp_path / mode, "mps2-an386", "cortex-m4",
+                                        optimize=mode, out_dir=tmp_path / mode / "fw")
+        flash[mode] = rep["flash_bytes"]
+        code = (tmp_path / mode / "fw" / "m.c").read_text()
+        assert ("eerie_conv_unpack" in code) == (mode == "size" and case == "packs")
+    assert (flash["size"] == flash["balanced"]) if case == "small" else (flash["size"] < flash["balanced"])
