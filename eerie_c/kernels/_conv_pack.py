@@ -6,14 +6,17 @@ its int8 weight row (kp bytes) and 16 bytes of requantization (folded bias, mult
 rshift as int32 each). Size mode may replace it with:
 
 * "rq":     the same int8 weight rows, and per channel only 9 bytes: folded bias and
-            multiplier (int32) and one byte meta = (bits - 1) | rshift << 3. radd follows from
-            rshift and the output zero point (folded in, as the shared kernel requires), except
-            for channels with multiplier 0 (dead or constant outputs, see _dsp.py), whose output
-            is (radd >> 1) whatever the accumulator: they store (radd - 1) / 2 in the bias slot.
+            multiplier (int32) and one byte meta = (bits - 1) | rshift << 3 (rshift >= 1, so
+            meta >= 8). radd follows from rshift and the output zero point (folded in, as the
+            shared kernel requires), except for channels with multiplier 0 (dead or constant
+            outputs, see _dsp.py), whose output is (radd >> 1) whatever the accumulator: they
+            store (radd - 1) / 2 in the bias slot and meta 0 (the unpacker uses rshift 1).
             helpers/conv_pack.c.j2 (eerie_conv_unpack_rq) expands the 16-byte rows into scratch
             once per call; the weights are read from flash as before, the loops are unchanged.
 * "packed": also the weights of each channel in the fewest bits that hold its values (two's
-            complement, `bits` 1..8 in meta; all-zero rows take 1 bit), as an LSB-first bit
+            complement, `bits` 1..8 in meta; multiplier-0 channels none at all: their weights
+            cannot change their output, and vww's later layers are mostly such dead channels,
+            zeroed at compile time by _dsp.zero_channels), as an LSB-first bit
             stream, each row starting on a byte. The rows are unpacked in blocks of channels
             into scratch (eerie_conv_unpack_w, the layout eerie_conv_pair_s8 reads), then every
             pixel pair runs the shared kernel over the block (kernels/conv2d_s8_packed.c.j2), so
@@ -68,7 +71,8 @@ def bits_needed(rows: np.ndarray) -> np.ndarray:
 
 
 def pack_rows(rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """Row c's values in bits[c] bits each, LSB first, the row padded to whole bytes."""
+    """Row c's values in bits[c] bits each (0: none), LSB first, the row padded to whole
+    bytes."""
     out = []
     for row, b in zip(np.asarray(rows, np.int64), bits.tolist()):
         u = (row & ((1 << b) - 1)).astype(np.uint64)
@@ -83,6 +87,9 @@ def unpack_rows(data: np.ndarray, bits: np.ndarray, k: int) -> np.ndarray:
     """The inverse of pack_rows (what the C unpacker computes), for the encoder's self-check."""
     rows, pos = [], 0
     for b in bits.tolist():
+        if b == 0:
+            rows.append(np.zeros(k, np.int64))
+            continue
         n = (k * b + 7) // 8
         stream = np.unpackbits(data[pos:pos + n], bitorder="little")[:k * b].reshape(k, b)
         u = (stream.astype(np.int64) << np.arange(b)).sum(axis=1)
@@ -124,9 +131,10 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     bm = rq_arrays(fbias, mult, rshift, radd, out_zp)
     if bm is None:
         return None
-    bits = bits_needed(wflat)
+    const = np.asarray(mult, np.int64) == 0     # output independent of the weights
+    bits = np.where(const, 0, bits_needed(wflat))
     packed = pack_rows(wflat, bits)
-    if not np.array_equal(unpack_rows(packed, bits, k), np.asarray(wflat, np.int64)):
+    if not np.array_equal(unpack_rows(packed, bits, k), np.where(const[:, None], 0, wflat)):
         raise AssertionError("packed conv weights do not decode to the originals")
     default = ocp * kp + 16 * ocp
     sizes = {"rq": ocp * kp + 9 * out_c + CODE_RQ,
@@ -145,7 +153,7 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     _credit(ctx, "eerie_conv_unpack_rq", default - sizes[fmt])
     if fmt == "packed":
         _credit(ctx, "eerie_conv_unpack_w", min(sizes.get("rq", default), default) - sizes[fmt])
-    meta = ((bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
+    meta = np.where(const, 0, (bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
     v = dict(size_fmt=fmt, rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: weight bits "
                                               "- 1 | rshift << 3"),
              rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
@@ -161,14 +169,14 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
                          f"{packed.size:,} B)")
         return v
     bp = block_pairs(kp, ocp)
-    hist = np.bincount(bits, minlength=9)[1:]
+    hist = np.bincount(bits, minlength=9)
     # 4 zero bytes after the rows: the unpacker's last group of a row may read that far ahead
     v.update(packed=ctx.const(np.concatenate([packed, np.zeros(4, np.uint8)]), "uint8_t",
                               "weights_packed", what_w + ", row c in bits[c] bits per tap (two's "
                               "complement, LSB first, rows byte-aligned), 4 bytes of padding"),
              bp=bp, nblocks=-(-ocp // (2 * bp)))
     v["size_why"] = (f"weights packed {packed.size:,} B of {out_c * k:,} (bits per channel "
-                     + ", ".join(f"{b + 1}: {n}" for b, n in enumerate(hist.tolist()) if n)
+                     + ", ".join(f"{b}: {n}" for b, n in enumerate(hist.tolist()) if n)
                      + f"; size: {saved:,} B saved, unpacked in {v['nblocks']} block(s) of "
                      f"{2 * bp} channels)")
     return v
@@ -206,7 +214,8 @@ def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int) -> dict | None:
     if bm is None:
         return None
     _credit(ctx, "eerie_dw_unpack_rq", saved)
-    meta = (np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
+    meta = np.where(np.broadcast_to(mult, (channels,)) == 0, 0,
+                    np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
     return dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3"),
                 rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
                                 "multiplier 0: the constant output), multiplier"),

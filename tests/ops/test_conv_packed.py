@@ -27,7 +27,8 @@ def _out(padding, size, k, stride, dil):
 
 def channel_weights(out_c: int, taps: int, seed: int) -> np.ndarray:
     """[out_c][taps] int8 rows needing 1, 2, ..., 8 bits in turn; channel 3 all zero, channel
-    5 holds -128 (8 bits), every row reaches both ends of its range."""
+    5 holds -128 (8 bits), every row reaches both ends of its range. (packed_conv_model makes
+    channel 7 dead; channels 3 and 7 then take no weight bits at all.)"""
     rng = np.random.default_rng(seed)
     rows = []
     for c in range(out_c):
@@ -51,6 +52,8 @@ def packed_conv_model(in_shape, out_c, k, stride=(1, 1), padding="SAME", dil=(1,
     wt = channel_weights(out_c, kh * kw * c, seed).reshape(out_c, kh, kw, c)
     span = np.maximum(np.abs(wt).reshape(out_c, -1).max(axis=1), 1)
     wscale = 1.2 / span / np.sqrt(kh * kw * c)        # similar output magnitude per channel
+    if out_c > 7:
+        wscale[7] = 1e-9    # a dead channel (output always the zero point): weights dropped
     mb = ModelBuilder()
     x = mb.input(list(in_shape), "int8", scale=0.05, zero_point=in_zp)
     w = mb.const(wt, "int8", scale=wscale, zero_point=[0] * out_c, axis=0)
@@ -118,7 +121,8 @@ def test_conv_size_host(tmp_path, size_mode, case, fmt):
     code = res.files["m.c"]
     if fmt == "packed":
         assert "eerie_conv_unpack_w(src" in code and "weights_packed" in code
-        assert "unpacked in" in res.report["ops"][0]["choice"]
+        choice = res.report["ops"][0]["choice"]
+        assert "unpacked in" in choice and "bits per channel 0: 2," in choice, choice
     else:
         assert "eerie_conv_unpack_rq(l0" in code and "eerie_conv_unpack_w(src" not in code
     check_dsp_target(tmp_path, model, in_shape)
