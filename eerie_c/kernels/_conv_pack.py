@@ -42,7 +42,8 @@ BLOCK_BYTES = 4096     # unpacked weights + requantization rows of one block of 
 CODE_RQ = 24           # the unpack call before the layer's loops
 CODE_PACKED = 120      # the block loop and the unpack calls
 MIN_SAVED = 64
-HELPER_CODE = {"eerie_conv_unpack_rq": 160, "eerie_conv_unpack_w": 256, "eerie_dw_unpack_rq": 136}
+HELPER_CODE = {"eerie_conv_unpack_rq": 160, "eerie_conv_unpack_w": 256, "eerie_dw_unpack_rq": 136,
+               "eerie_dw_unpack_w": 96}
 
 
 def unpaid_helpers(saved: dict[str, int]) -> frozenset[str]:
@@ -200,34 +201,51 @@ def size_lowering(v: dict) -> tuple[str, int, bool]:
     return body, scratch, v["nblocks"] == 1
 
 
-def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int) -> dict | None:
-    """--optimize size for the DSP depthwise kernels' requantization table (16 B per channel):
-    9 B per channel (meta = rshift << 3, bias and multiplier), expanded into scratch once per
-    call by eerie_dw_unpack_rq; None when that does not save MIN_SAVED bytes or the table's
-    radd is not the derived one."""
+def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int, wk) -> dict | None:
+    """--optimize size for the DSP depthwise kernels' table path: the requantization table
+    (16 B per channel) from 9 B per channel (meta = rshift << 3, bias and multiplier), and the
+    weights, which the kernels read doubled and sign-extended to int16 (2 B per weight), as
+    the int8 originals [taps][channels]; both expanded into scratch once per call by
+    eerie_dw_unpack_rq and eerie_dw_unpack_w. None when that does not save MIN_SAVED bytes
+    or the table's radd is not the derived one. wk: [taps][channels] int8 (dead channels
+    zeroed)."""
     mult, rshift, radd, zp_after = values
-    saved = 7 * channels - CODE_RQ
-    if zp_after != 0 or saved < MIN_SAVED or "eerie_dw_unpack_rq" in ctx.size_off:
+    saved_rq = 7 * channels - CODE_RQ
+    if zp_after != 0 or saved_rq < MIN_SAVED or "eerie_dw_unpack_rq" in ctx.size_off:
         return None
     bm = rq_arrays(fbias, np.broadcast_to(mult, (channels,)), np.broadcast_to(rshift, (channels,)),
                    np.broadcast_to(radd, (channels,)), out_zp)
     if bm is None:
         return None
-    _credit(ctx, "eerie_dw_unpack_rq", saved)
+    _credit(ctx, "eerie_dw_unpack_rq", saved_rq)
     meta = np.where(np.broadcast_to(mult, (channels,)) == 0, 0,
                     np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
-    return dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3"),
-                rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
-                                "multiplier 0: the constant output), multiplier"),
-                rq_table="dwq", size_why=f"requantization 9 B per channel (size: "
-                                         f"{saved:,} B saved)")
+    v = dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3 (0: multiplier 0)"),
+             rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
+                             "multiplier 0: the constant output), multiplier"),
+             rq_table="dwq", size_why=f"requantization 9 B per channel (size: {saved_rq:,} B saved)")
+    saved_w = wk.size - CODE_RQ
+    if saved_w >= MIN_SAVED and "eerie_dw_unpack_w" not in ctx.size_off:
+        _credit(ctx, "eerie_dw_unpack_w", saved_w)
+        v.update(wk8=ctx.const(np.asarray(wk, np.int8), "int8_t", "weights",
+                               "int8 weights [tap][channel]"), ntaps=wk.shape[0], wexp="dww")
+        v["size_why"] = (f"weights int8 (expanded at run time), requantization 9 B per channel "
+                         f"(size: {saved_rq + saved_w:,} B saved)")
+    return v
 
 
-def dw_size_preamble(v: dict, offset: int) -> str:
-    """The C lines before a size-mode depthwise layer's body: its table into scratch."""
-    return ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
-            f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
-            f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['in_c']}, {v['out_zp']}, dwq);\n")
+def dw_size_preamble(v: dict, offset: int) -> tuple[str, int]:
+    """The C lines before a size-mode depthwise layer's body (its table, and with wk8 its
+    weights, into scratch from offset) and the scratch bytes they take."""
+    c = v["in_c"]
+    out = ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
+           f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
+           f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {c}, {v['out_zp']}, dwq);\n")
+    if not v.get("wk8"):
+        return out, 16 * c
+    return out + ("/* and the weights, doubled and sign-extended from int8 */\n"
+                  f"int32_t *const dww = (int32_t *)(scratch + {offset + 16 * c});\n"
+                  f"eerie_dw_unpack_w({v['wk8']}, {v['ntaps']}, {c}, dww);\n"), 16 * c + 2 * c * v["ntaps"]
 
 
 def rq_preamble(v: dict, offset: int) -> str:

@@ -2,7 +2,7 @@
 kernels/conv2d_s8_packed.c.j2): CONV_2D weights packed per channel in the bits each channel
 needs (1..8, all-zero channels, -128) and unpacked in blocks of channels, the "rq" format
 (int8 weights, requantization from 9 bytes per channel) and the DSP depthwise table from 9
-bytes per channel, vs TFLM: odd shapes and channel counts, padding, strides, dilation,
+bytes per channel and int8 weights expanded at run time, vs TFLM: odd shapes and channel counts, padding, strides, dilation,
 batches > 1, several blocks with an odd last one. Built for the host (plain-C branch with
 UBSan and the source proof) and run in QEMU on mps2-an386 (M4) and mps2-an500 (M7), and the
 packed conv on mps3-an547 (M55: size mode takes it over the Helium kernel where packing is
@@ -170,7 +170,9 @@ def test_depthwise_size_host(tmp_path, size_mode, case):
     src.write_bytes(model)
     res = compile_model(src, target="cortex-m4", name="m", optimize="size")
     assert "eerie_dw_unpack_rq(l0" in res.files["m.c"]
-    assert res.report["ops"][0]["choice"].startswith("requantization 9 B per channel")
+    assert res.report["ops"][0]["choice"].startswith("weights int8 (expanded at run time), "
+                                                      "requantization 9 B per channel")
+    assert "eerie_dw_unpack_w(l0" in res.files["m.c"]
     check_dsp_target(tmp_path, model, in_shape)
 
 
@@ -179,7 +181,8 @@ def test_depthwise_size_qemu(tmp_path, case):
     in_shape, model = _dw(case)
     xs = [random_inputs(list(in_shape), "int8", 2, seed=6)]
     rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
-    assert rep["ops"][0]["choice"].startswith("requantization 9 B per channel")
+    assert rep["ops"][0]["choice"].startswith("weights int8 (expanded at run time), "
+                                              "requantization 9 B per channel")
 
 
 # CONV_2D_ADD (the fused residual ADD): only the "rq" format applies there
