@@ -26,6 +26,7 @@ from ..errors import EerieError
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
                    pad_to, round_up, zero_channels)
+from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
 from ._mve import has_mve, lower_conv2d_mve
@@ -209,12 +210,13 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 SHARED_MIN_K = 16
 
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
-    the requantization is eerie_requant_fast's when proven exact."""
+    the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
+    _conv_pack.py the caller can lower under --optimize size (size_fmt in the result)."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
@@ -243,6 +245,13 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         # assembly loop's counter, groups / 4, <= 8192)
         v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
                        and ocp // 2 <= 65536)
+        if v["shared"] and pack and ctx.optimize == "size":
+            sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
+                           pack)
+            if sv is not None:
+                v.update(sv, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+                v["act_min"], v["act_max"] = activation_range_int(act, y)
+                return v
         if v["shared"]:
             # per pair of channels one row of 8 words, read in order: bias, multiplier,
             # radd, rshift, each for the two channels
@@ -291,6 +300,8 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
 
 def conv_choice(v: dict) -> str:
     """report.md's line for a DSP convolution: its weight format under --optimize."""
+    if v.get("size_why"):
+        return v["size_why"]
     if v.get("wide"):
         return "weights sign-extended to int16 (speed: eerie_conv_pair_s8w, twice the bytes)"
     if v.get("shared"):
@@ -335,14 +346,33 @@ def lower_conv2d(op, g, ctx):
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
     else:
-        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+        sized = None
+        if has_mve(ctx.target) and ctx.optimize == "size":
+            # --optimize size on the M55: the DSP kernel when packed weights are the layer's
+            # smallest format (fewer weight bytes than Helium's int8 rows); else the Helium
+            # kernel (rq alone would save 7 B per channel at several times the instructions)
+            cp = ctx.checkpoint()
+            sized = int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                                   pack=("rq", "packed"))
+            if sized.get("size_fmt") != "packed":
+                ctx.rollback(cp)
+                sized = None
+        if has_mve(ctx.target) and sized is None:   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
         if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
             return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
-        v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
+        v.update(sized or int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                                         pack=("rq", "packed")))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
+        if v.get("size_fmt"):   # --optimize size: compact constants (_conv_pack.py)
+            body, scratch, may_inplace = size_lowering(v)
+            inplace = may_inplace and v["direct"] and pointwise_inplace(win, in_h, in_w, in_c, out_c)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], scratch_bytes=scratch,
+                           helpers={"requant", "dsp", "gemm_dsp", "conv_pack"}, inplace=inplace,
+                           macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
+                           choice=conv_choice(v))
         body = render("kernels/conv2d_s8.c.j2", **v)
         helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
         if v["dsp"]:
