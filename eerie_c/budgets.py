@@ -56,7 +56,7 @@ def parse_bytes(text: str) -> int:
 
 
 # The generated C indexes the arena and each constant array with int offsets and sizes (as the
-# per-tensor limits of frontend/validate.py assume), and a 32-bit Cortex-M cannot address
+# per-tensor limits of frontend/tensor_checks.py assume), and a 32-bit Cortex-M cannot address
 # more than 4 GiB in all: beyond these a model cannot work on any target, and the C compiler
 # would fail (an exit-3 "bug") instead of a clear refusal.
 MAX_ARENA_BYTES = 2 ** 31 - 1

@@ -16,8 +16,11 @@ from flatbuffers import flexbuffers
 
 from ..errors import EerieError
 from ..ir import Graph, Op, Quant, Tensor, verify_graph
+from ..ir.describe import quote
 from .tflite_control import CONTROL_KINDS, expand_control
-from .validate import check_graph, check_shape, malformed, quote, verify_flatbuffer
+from .flatbuffer_check import malformed, verify_flatbuffer
+from .tensor_checks import check_shape
+from .validate import check_graph
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
 _OPERATORS = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}

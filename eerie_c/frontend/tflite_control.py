@@ -29,7 +29,8 @@ import numpy as np
 
 from ..errors import EerieError
 from ..ir import SHAPE_ONLY, Graph, Op, Tensor
-from .validate import check_op, malformed
+from .flatbuffer_check import malformed
+from .op_rules import check_op
 
 CONTROL_KINDS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 # A counted loop is proved by running its counter at compile time, up to this many trips.

@@ -228,7 +228,7 @@ def resize(t: dict, dims: list[int]):
     ("x", [0, 8], "zero-size dimension"),
 ])
 def test_sizes_beyond_the_ir_limits(base, tmp_path, capfd, tensor, dims, needle):
-    """The limits TFLite files are held to (frontend/validate.py) hold for .pt2 inputs."""
+    """The limits TFLite files are held to (frontend/tensor_checks.py) hold for .pt2 inputs."""
     p = tmp_path / "net.pt2"
     p.write_bytes(to_zip(_edit_json(base, "models/model.json",
                                     lambda m: resize(m["graph_module"]["graph"]["tensor_values"][tensor], dims))))

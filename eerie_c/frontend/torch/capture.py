@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...errors import EerieError
 from ...ir import Graph
-from ..validate import shape_problem
+from ..tensor_checks import shape_problem
 from .batch import _PerSampleError
 from .quiet import describe, quiet_torch
 from .values import _torch

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import EerieError
 from ...ir import DTYPE_NP, Graph, Op, Tensor
-from ..validate import shape_problem
+from ..tensor_checks import shape_problem
 # Each of these registers its lowerings on import (the walker needs them all).
 from . import (batch, lower_any, lower_elementwise, lower_nn, lower_norm, lower_pool,  # noqa: F401
                lower_pow, lower_quant, lower_reduce, lower_resize, lower_shape)
@@ -60,7 +60,7 @@ class Lowerer:
         return f"t{self.counter}_{hint}"[:48]
 
     def check_limits(self, shape, dtype: str, label: str, activation: bool):
-        """The IR's limits (frontend/validate.py) on every tensor the walker makes, so that
+        """The IR's limits (frontend/tensor_checks.py) on every tensor the walker makes, so that
         a .pt2 whose sizes were edited fails here in one line, not in a kernel or the C proof."""
         problem = shape_problem(shape, "shape", np.dtype(DTYPE_NP[dtype]).itemsize,
                                 allow_zero=not activation)
