@@ -249,3 +249,30 @@ def test_size_never_grows_the_firmware(tmp_path, case):
         code = (tmp_path / mode / "fw" / "m.c").read_text()
         assert ("eerie_conv_unpack" in code) == (mode == "size" and case == "packs")
     assert (flash["size"] == flash["balanced"]) if case == "small" else (flash["size"] < flash["balanced"])
+
+
+def _inplace_chain():
+    """stem 3x3 conv -> 1x1 conv 16 -> 16 (may run in place) -> 1x1 conv 16 -> 24"""
+    from test_inplace_conv_add import Block
+    b = Block((1, 5, 6, 16), 0)
+    x = b.conv(b.x, 16, k=3)
+    return b.build(b.conv(b.conv(x, 16, k=1), 24, k=1)), [1, 5, 6, 16]
+
+
+@pytest.mark.parametrize("block_bytes", [4096, 300])
+def test_packed_in_place_only_in_one_block(tmp_path, size_mode, monkeypatch, block_bytes):
+    """A packed 1x1 layer runs in place (its output over its input) only when its channels fit
+    one block (the default loop order); with several blocks a pixel's input is still read by
+    later blocks, so it gets its own output buffer. Bit-exact either way, host and QEMU."""
+    size_mode("packed")
+    monkeypatch.setattr(_conv_pack, "BLOCK_BYTES", block_bytes)
+    model, shape = _inplace_chain()
+    xs = [random_inputs(shape, "int8", 2, seed=8)]
+    rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
+    op = rep["ops"][1]
+    assert ("in 1 block(s)" in op["choice"]) == (block_bytes == 4096), op["choice"]
+    same = op["inputs"][0]["offset"] == op["outputs"][0]["offset"]
+    assert same == (block_bytes == 4096), op
+    host = tmp_path / "host"
+    host.mkdir()
+    check_dsp_target(host, model, shape)
