@@ -276,3 +276,22 @@ def test_packed_in_place_only_in_one_block(tmp_path, size_mode, monkeypatch, blo
     host = tmp_path / "host"
     host.mkdir()
     check_dsp_target(host, model, shape)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_packed_random_shapes_host(tmp_path, size_mode, seed):
+    """Random geometries (1 to 21 output channels, any K, kernel 1-3, stride 1-2, SAME/VALID,
+    batch 1-2) with every bit width, packed in small blocks, on the host build."""
+    size_mode("packed")
+    rng = np.random.default_rng(100 + seed)
+    k = int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, 3)), int(rng.integers(k, 8)), int(rng.integers(k, 8)),
+             int(rng.integers(-(-16 // (k * k)), 24)))     # K >= 16: the shared kernel's range
+    s = int(rng.integers(1, 3))
+    model = packed_conv_model(shape, int(rng.integers(1, 22)), (k, k), (s, s),
+                              ["SAME", "VALID"][seed % 2], act=["NONE", "RELU"][seed // 4], seed=seed)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    assert "eerie_conv_unpack_w(src" in compile_model(src, target="cortex-m4", name="m",
+                                                      optimize="size").files["m.c"]
+    check_dsp_target(tmp_path, model, shape)
