@@ -166,8 +166,8 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
         v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
         v["size_why"] = (f"weights int8, requantization 9 B per channel (size: {saved:,} B "
-                         f"less than 16 B per channel; packed weights would be "
-                         f"{packed.size:,} B)")
+                         f"saved; packed, the {out_c * k:,} weight bytes would take "
+                         f"{packed.size:,} B and the unpacking code)")
         return v
     bp = block_pairs(kp, ocp)
     hist = np.bincount(bits, minlength=9)
