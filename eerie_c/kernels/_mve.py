@@ -219,8 +219,9 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
         return np.concatenate([a, np.full(ocp - out_c, fill, np.int64)])
 
     direct = kh == 1 and kw == 1
-    # one asm loop over all groups (conv_loop_asm) when every group is whole and no ADD follows
-    loop = residual is None and out_c % 4 == 0 and round_up(k, 16) // 16 <= MAX_CHUNKS
+    # one asm loop over all groups (conv_loop_asm) when every group is whole (with a fused ADD
+    # too: its outputs go to scratch, the ADD follows per pixel pair)
+    loop = out_c % 4 == 0 and round_up(k, 16) // 16 <= MAX_CHUNKS
     # In place (conv.pointwise_inplace): the pair's input pixels are copied to scratch before
     # its outputs are written
     inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct and residual is None else False
