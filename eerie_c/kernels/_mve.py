@@ -189,6 +189,61 @@ def conv_stream(wl: np.ndarray, bias, m, rs, ra) -> np.ndarray:
     return np.concatenate([w32.astype(np.int64), par], axis=1).reshape(-1).astype(np.int32)
 
 
+# Largest zero-point-padded copy of the input an im2col layer gets in scratch (padded_image)
+PAD_IMAGE_BYTES = 1024
+
+
+def padded_image(win, in_h: int, in_w: int, in_c: int, kh: int, kw: int, kp: int) -> dict | None:
+    """For a small input with short kernel rows (kws's first layer: 49x10x1, rows of 4 taps),
+    the group loop's im2col from a copy of the input framed by its zero point (built once per
+    batch): each pixel's rows then go straight into the interleaved columns by constant-size
+    copies, with no bounds checks (per pixel pair about 60 instructions instead of ~790).
+    None where that does not apply (dilated rows, rows longer than 16 taps, a copy larger than
+    PAD_IMAGE_BYTES). Returns the image's geometry and the row copies: (source offset from
+    the pixel's window corner, offset in the interleaved columns, bytes), split at 16-tap
+    chunk boundaries."""
+    row = kw * in_c
+    if win.dw != 1 or row > 16:
+        return None
+    ph = (win.out_h - 1) * win.sh + (kh - 1) * win.dh + 1
+    pw = (win.out_w - 1) * win.sw + kw
+    if ph * pw * in_c > PAD_IMAGE_BYTES:
+        return None
+    lpad = min(win.pad_l, pw)
+    ncols = max(0, min(in_w, pw - win.pad_l))
+    copies = [pc for ky in range(kh) for pc in il_pieces(ky * row, row, ky * win.dh * pw * in_c)]
+    return dict(ph=ph, pw=pw, lpad=lpad, ncols=ncols, rpad=pw - lpad - ncols, copies=copies,
+                bytes=ph * pw * in_c)
+
+
+def il_pieces(t0: int, n: int, src: int = 0) -> list[tuple[int, int, int]]:
+    """Taps t0..t0+n of a pixel's column as (source offset, offset in the interleaved columns
+    of conv_loop_asm, bytes), split at 16-tap chunk boundaries (pixel q's are 16 further)."""
+    out = []
+    while n:
+        m = min(n, 16 - t0 % 16)
+        out.append((src, 32 * (t0 // 16) + t0 % 16, m))
+        t0, n, src = t0 + m, n - m, src + m
+    return out
+
+
+# Most row pieces the direct-to-interleaved im2col (im2col_pieces) unrolls per pixel
+MAX_PIECES = 96
+
+
+def im2col_pieces(win, in_c: int, kh: int, kw: int) -> dict | None:
+    """The group loop's im2col written straight into the interleaved columns (no column
+    copies, no separate interleave), unrolled per kernel row: `rows[ky]` the pieces of a whole
+    row read from the input (dw = 1 and the window inside the image horizontally), `taps[ky][kx]`
+    those of one tap (at an edge). None when there would be more than MAX_PIECES."""
+    row = kw * in_c
+    taps = [[il_pieces(ky * row + kx * in_c, in_c) for kx in range(kw)] for ky in range(kh)]
+    rows = [il_pieces(ky * row, row) for ky in range(kh)] if win.dw == 1 else None
+    if sum(len(t) for r in taps for t in r) > MAX_PIECES:
+        return None
+    return dict(rows=rows, taps=taps)
+
+
 def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
                      residual: dict | None = None) -> Lowered | None:
     """int8 CONV_2D (templates/kernels/conv2d_s8_mve.c.j2), or None. With residual (CONV_2D_ADD,
@@ -228,12 +283,20 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
     full = k // 16
-    # scratch: the two columns (im2col or in place), then their full chunks interleaved
-    cols = 0 if direct and not copy_in else 2 * kp
+    pad = padded_image(win, in_h, in_w, in_c, kh, kw, kp) if loop and not direct else None
+    # scratch: the two columns (im2col or in place; with the group loop an in-place pair is
+    # interleaved straight from the input, before any output is written) or the padded
+    # image, then the columns' chunks interleaved
+    cols = 0 if direct and not copy_in or direct and loop else 2 * kp
+    pieces = im2col_pieces(win, in_c, kh, kw) if loop and not direct and pad is None else None
+    if pad is not None:
+        cols = pad["bytes"]
+    elif pieces is not None:
+        cols = 0
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, w=win, K=k, kp=kp,
              direct=direct, copy_in=copy_in, zp_in=x.zero_point, act_min=act_min, act_max=act_max,
              full=full, asm=conv_block_asm(full), half=conv_half_asm(full) if residual else None,
-             ilo=cols, grouploop=loop)
+             ilo=cols, grouploop=loop, pad=pad, pieces=pieces)
     if loop:
         v.update(chunks=kp // 16, loop_asm=conv_loop_asm(kp // 16), loop_clobbers=LOOP_CLOBBERS,
                  stream=ctx.const(conv_stream(wl, fb, m, rs, ra), "int32_t", "weights_mve_params",

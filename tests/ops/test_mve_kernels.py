@@ -308,7 +308,29 @@ LOOP_GEOMETRIES = [
     ((1, 12, 5, 1), 8, (10, 4), (2, 2), "SAME", (1, 1)),   # kws first layer shape
     ((1, 4, 4, 64), 8, (3, 3), (1, 1), "SAME", (1, 1)),    # K = 576: 36 chunks
     ((1, 2, 3, 1020), 4, (1, 1), (1, 1), "SAME", (1, 1)),  # K = 1020: 64 chunks, the most
+    # the zero-point-framed input (_mve.padded_image): row dilation, unused input columns
+    # (VALID), batches
+    ((1, 9, 7, 2), 8, (3, 2), (1, 1), "SAME", (2, 1)),
+    ((1, 9, 8, 1), 4, (4, 4), (2, 3), "VALID", (1, 1)),
+    ((2, 6, 5, 2), 8, (3, 3), (1, 1), "SAME", (1, 1)),
+    # 7x7 taps of 20 channels: more than _mve.MAX_PIECES row pieces, so two column copies
+    # and the interleave instead of the direct im2col
+    ((1, 8, 8, 20), 4, (7, 7), (1, 1), "SAME", (1, 1)),
 ]
+# how the geometries above gather their columns: a framed copy of the input, bounds-checked
+# pieces straight into the interleaved chunks (_mve.im2col_pieces), or neither
+FRAMED = {0, 1, 2, 8, 11, 12, 13}
+PIECES = {3, 4, 7, 9}
+
+
+def test_conv_mve_im2col_forms_chosen(tmp_path):
+    for i, (in_shape, out_c, k, stride, padding, dil) in enumerate(LOOP_GEOMETRIES):
+        p = tmp_path / f"m{i}.tflite"
+        p.write_bytes(conv_model("int8", in_shape, out_c, k, stride, padding, dil))
+        text = compile_model(p, target=TARGET, name="m").files["m.c"]
+        assert ("framed by its zero point" in text) == (i in FRAMED), LOOP_GEOMETRIES[i]
+        assert ("straight into the interleaved chunks" in text) == (i in PIECES), LOOP_GEOMETRIES[i]
+        assert ("scratch: the two columns" in text) == (i == 14), LOOP_GEOMETRIES[i]
 
 
 @pytest.mark.parametrize("geom", LOOP_GEOMETRIES, ids=_conv_id)
