@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         g = run_passes(load_model(str(paths[model])))
         ops, lays = chain_prefix(g)
         plan = make_plan(ops[:n], lays[:n], grid)
-        feats = stage_features(plan, a.board)
+        feats = stage_features(plan)
         count, _ = measure_stage(paths[model], board, n, grid)
         rows.append(feats)
         ys.append(count)

@@ -106,7 +106,7 @@ STAGE_FIT = {"dsp": (0.246, 19.43, 67.07, 0.0, 0.0, 911.0, 494.8)}
 STAGE_FIT["mve"] = STAGE_FIT["dsp"]
 
 
-def stage_features(stage, target: str) -> list[float]:
+def stage_features(stage) -> list[float]:
     """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order
     of STAGE_FEATURES."""
     f = [0.0] * len(STAGE_FEATURES)
@@ -124,12 +124,17 @@ def stage_features(stage, target: str) -> list[float]:
 def estimate_stage(stage, in_elements: int, out_elements: int, target: str) -> int | None:
     """A patch stage as run (halos included): the per-layer fit where there is one, else the
     family's cost per patched MAC."""
-    fam = FAMILY.get(target)
-    fit = STAGE_FIT.get(fam)
+    fit = _stage_fit(stage_features(stage), target)
     if fit is None:
         return estimate_layer("PATCH_STAGE", stage.patched_macs, in_elements, out_elements, False, target)
-    n = sum(c * v for c, v in zip(fit, stage_features(stage, target))) + 200
-    return int(round(n, -1))
+    return fit
+
+
+def _stage_fit(features: list[float], target: str) -> int | None:
+    fit = STAGE_FIT.get(FAMILY.get(target))
+    if fit is None:
+        return None
+    return int(round(sum(c * v for c, v in zip(fit, features)) + 200, -1))
 
 
 def _elements(tensors: list[dict]) -> int:
@@ -139,6 +144,10 @@ def _elements(tensors: list[dict]) -> int:
 def estimate_op(op: dict, target: str) -> int | None:
     """One layer of report.json's "ops" on `target`; None where there is no calibration."""
     is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
+    if op.get("stage_features") is not None:   # a patch stage: the per-layer fit where there is one
+        fit = _stage_fit(op["stage_features"], target)
+        if fit is not None:
+            return fit
     return estimate_layer(op["kind"], op["macs"], _elements(op["inputs"]), _elements(op["outputs"]),
                           is_float, target)
 
