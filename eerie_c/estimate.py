@@ -104,6 +104,7 @@ STAGE_FEATURES = ("conv_macs", "conv_outs", "conv_pixels", "dw_macs", "dw_outs",
                   "tile_layers")
 STAGE_FIT = {"dsp": (0.246, 19.43, 67.07, 0.0, 0.0, 911.0, 494.8)}
 STAGE_FIT["mve"] = STAGE_FIT["dsp"]
+BAND_STEP = 20   # per band and layer of a row-band stage: the table look-up and the switch
 
 
 def stage_features(stage) -> list[float]:
@@ -124,10 +125,27 @@ def stage_features(stage) -> list[float]:
 def estimate_stage(stage, in_elements: int, out_elements: int, target: str) -> int | None:
     """A patch stage as run (halos included): the per-layer fit where there is one, else the
     family's cost per patched MAC."""
+    if getattr(stage, "bands", False):   # each layer's own kernel per row band (_patch_tiles.py)
+        return _bands(stage, target)
     fit = _stage_fit(stage_features(stage), target)
     if fit is None:
         return estimate_layer("PATCH_STAGE", stage.patched_macs, in_elements, out_elements, False, target)
     return fit
+
+
+def _bands(stage, target: str) -> int | None:
+    """A stage of row bands: per band and layer, the layer's kernel over the band's rows, plus
+    BAND_STEP instructions to pick the band's kernel and pointers from the table."""
+    total = 200
+    for regions in stage.tiles:
+        for lay, (_, _, rows, cols) in zip(stage.layers, regions):
+            pix = rows * cols
+            n = estimate_layer(lay.kind, pix * lay.macs_per_pixel, pix * lay.in_c * lay.sh * lay.sw,
+                               pix * lay.out_c, False, target)
+            if n is None:
+                return None
+            total += n + BAND_STEP
+    return int(round(total, -1))
 
 
 def _stage_fit(features: list[float], target: str) -> int | None:

@@ -18,6 +18,7 @@ from ._dsp import acc_bound, fast_requant_consts, has_dsp
 from ._quant import activation_range_int, per_channel_multipliers
 from .conv import conv_operands, int8_requant_vars, op_what
 from .depthwise import dsp_weights
+from ._patch_tiles import applies as bands_apply, lower_bands
 
 
 def _layer_vars(op, g, ctx, lay) -> dict:
@@ -76,6 +77,8 @@ def _layer_vars(op, g, ctx, lay) -> dict:
 
 def lower_patch_stage(op, g, ctx) -> Lowered:
     stage = op.attrs["patch"]
+    if bands_apply(stage):   # row bands: each layer's own kernel per band (_patch_tiles.py)
+        return lower_bands(op, g, ctx, stage)
     n = len(stage.layers)
     layers = []
     outer = ctx.layer

@@ -82,6 +82,13 @@ class PatchPlan:
     shift: int | None = None
 
     @property
+    def bands(self) -> bool:
+        """Row bands (grid N x 1, every region all of its layer's columns): each layer then
+        runs its own kernel over the band (kernels/_patch_tiles.py), costed so (estimate.py)."""
+        return self.grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w
+                                          for t in self.tiles for r, lay in zip(t, self.layers))
+
+    @property
     def extra_macs(self) -> int:
         return self.patched_macs - self.macs
 
