@@ -11,8 +11,9 @@ kernels/_patch.py's per-tile C, which is what lets a stage pay on Helium cores.
 Bands of one layer differ only in their row counts and top padding: each distinct
 (input rows, top padding, output rows) is lowered once, and a const table gives per band and
 layer which one runs and where its input and output start (bytes from the stage input, from
-the patch buffer or into the stage output). Patch buffers are plan/patch.py's, proven by
-plan/patch_proof.py; each kernel's own scratch follows them in the stage's scratch block.
+the patch buffer or into the stage output). Patch buffers and each layer's kernel scratch
+(between the two buffers live at that layer) are placed by plan/patch.py and proven by
+plan/patch_proof.py.
 """
 from __future__ import annotations
 
@@ -20,11 +21,9 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import CompilerBug
 from ..ir import Op
 from . import REGISTRY, Lowered
-
-ALIGN = 16
-
 
 class _BandGraph:
     """The graph as one band's kernel sees it: the layer's input and output tensors cut to
@@ -77,8 +76,12 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             src_row0 = 0 if k == 0 else regions[k - 1][0]
             table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c,
                       region[0] * lay.out_w * lay.out_c if k == n - 1 else 0]
-    patch = stage.scratch_bytes
-    inner = max((low.scratch_bytes for ks in kernels for low in ks), default=0)
+    for k, ks in enumerate(kernels):
+        need = max((low.scratch_bytes for low in ks), default=0)
+        if need > stage.kernel_scratch[k][1]:
+            raise CompilerBug(f"patch stage: layer {k}'s kernel needs {need} scratch bytes over a "
+                              f"row band, the plan gave it {stage.kernel_scratch[k][1]} (its "
+                              f"layer-by-layer kernel's)")
     cname = ctx.const(np.asarray(table, np.int32), "int32_t", "bands",
                       "per band, per layer: which of the layer's band kernels runs, its input's "
                       "first byte (in the stage input or the previous patch buffer), its output's "
@@ -95,7 +98,8 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
         lines += [f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */",
                   f"        const int8_t *const in0 = {src} + r[{3 * k + 1}];",
                   f"        int8_t *const out0 = {dst} + r[{3 * k + 2}];",
-                  f"        uint8_t *const scratch = stage_scratch + {_align(patch)};",
+                  f"        uint8_t *const scratch = stage_scratch + {stage.kernel_scratch[k][0]};"
+                  f"   /* between the live patch buffers */",
                   "        (void)scratch;", f"        switch (r[{3 * k}]) {{"]
         for i, low in enumerate(kernels[k]):
             body = "\n".join(("                " + ln) if ln.strip() else "" for ln in low.body.splitlines())
@@ -105,12 +109,9 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
     helpers = set().union(*(low.helpers for ks in kernels for low in ks))
     names = ", ".join(f"op {o.index}" for o in stage.ops)
     return Lowered(body="\n".join(lines), inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
-                   helpers=helpers, scratch_bytes=_align(patch) + inner, macs=stage.patched_macs,
+                   helpers=helpers, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
                    inplace="shift" if stage.shift is not None else False,
                    noinline=any(low.noinline for ks in kernels for low in ks),
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} row bands, "
                            f"each layer's own kernel per band, {stage.extra_macs} MACs of halo recomputation")
 
-
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN

@@ -25,6 +25,7 @@ from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and p
 ALIGN = 16
 KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 MAX_GRID = 8        # tiles per axis the planner tries
+MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
 
 
@@ -80,13 +81,16 @@ class PatchPlan:
     # a later tile still reads (out_shift below). Used when the input lives in the arena and
     # nothing after the stage reads it (plan/lifetimes.py, "shift" layout).
     shift: int | None = None
+    # Row bands (kernels/_patch_tiles.py): per layer, (offset, bytes) in the scratch block of
+    # its own kernel's scratch, in the gap between the two patch buffers live at that layer
+    # (the one it reads, the one it writes); None for the per-tile C, which needs none.
+    kernel_scratch: list[tuple[int, int]] | None = None
 
     @property
     def bands(self) -> bool:
         """Row bands (grid N x 1, every region all of its layer's columns): each layer then
         runs its own kernel over the band (kernels/_patch_tiles.py), costed so (estimate.py)."""
-        return self.grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w
-                                          for t in self.tiles for r, lay in zip(t, self.layers))
+        return self.kernel_scratch is not None
 
     @property
     def extra_macs(self) -> int:
@@ -168,19 +172,28 @@ def tile_regions(layers: list[Layer], grid: tuple[int, int]) -> list[list[tuple[
     return tiles
 
 
-def make_plan(ops, layers: list[Layer], grid: tuple[int, int]) -> PatchPlan:
+def make_plan(ops, layers: list[Layer], grid: tuple[int, int], kernel_scratch=None) -> PatchPlan:
+    """kernel_scratch: per layer, the scratch bytes of its layer-by-layer kernel, which its
+    kernel over a row band needs at most (kernels/_patch_tiles.py checks it)."""
+    n = len(layers)
     grid = (max(1, min(grid[0], layers[-1].out_h)), max(1, min(grid[1], layers[-1].out_w)))
     tiles = tile_regions(layers, grid)
-    sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c)
-             for k in range(len(layers) - 1)]
-    pairs = [sizes[0]] + [a + b for a, b in zip(sizes, sizes[1:])]
-    total = max(pairs)
+    sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c) for k in range(n - 1)]
+    bands = grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w for t in tiles for r, lay in zip(t, layers))
+    inner = [_align(b) for b in (kernel_scratch or [0] * n)] if bands else [0] * n
+    # at layer k buffers k-1 (read) and k (written) are live; even buffers start at 0, odd
+    # ones end at the block's end, the kernel's own scratch goes between them
+    live = [[j for j in (k - 1, k) if 0 <= j < n - 1] for k in range(n)]
+    total = max(sum(sizes[j] for j in live[k]) + inner[k] for k in range(n))
     offsets = [0 if k % 2 == 0 else total - s for k, s in enumerate(sizes)]
+    ks = None
+    if bands:
+        ks = [(sum(sizes[j] for j in live[k] if j % 2 == 0), inner[k]) for k in range(n)]
     macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
-    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(len(layers)))
+    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
     return PatchPlan(list(ops), list(layers), tensors, grid, tiles, offsets, sizes, total, macs, patched,
-                     shift=out_shift(layers, tiles))
+                     shift=out_shift(layers, tiles), kernel_scratch=ks)
 
 
 def out_shift(layers: list[Layer], tiles) -> int:
@@ -207,24 +220,26 @@ def out_shift(layers: list[Layer], tiles) -> int:
     return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
-def candidates(g, total_macs: int, max_recompute: float, growth=None) -> tuple[list[PatchPlan], list[dict]]:
+def candidates(g, total_macs: int, max_recompute: float, growth=None,
+               kernel_scratch=None) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
     compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
     instruction growth of the whole model in percent (pipeline, estimate.py), or where that is
     None (no estimate for the target) the halo recomputation's extra MACs in percent of the
     model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
-    the M3 / RISC-V, estimate.py). Returns (those plans, per prefix length without one: the cheapest grid refused)."""
+    the M3 / RISC-V, estimate.py). kernel_scratch: per layer of the prefix, its kernel's
+    scratch bytes (make_plan). Returns (those plans, per prefix length without one: the cheapest grid refused)."""
     ops, layers = chain_prefix(g)
     out, refused = [], []
     for n in range(2, len(ops) + 1):
         best = cheapest = None
         last = layers[n - 1]
-        for gy in range(1, min(MAX_GRID, last.out_h) + 1):
+        for gy in range(1, min(MAX_BANDS, last.out_h) + 1):
             for gx in range(1, min(MAX_GRID, last.out_w) + 1):
-                if gy * gx == 1:
+                if gy * gx == 1 or (gy > MAX_GRID and gx > 1):
                     continue
-                p = make_plan(ops[:n], layers[:n], (gy, gx))
+                p = make_plan(ops[:n], layers[:n], (gy, gx), kernel_scratch[:n] if kernel_scratch else None)
                 mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
                 est = growth(p) if growth is not None else None
                 cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs

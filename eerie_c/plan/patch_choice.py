@@ -53,15 +53,17 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     (None for a target without an estimate)."""
     tried, refused = [], []
     best = None
+    # the layers' own kernels' scratch, which they need over a row band too (make_plan)
+    ks = [scratch.get(k, ("", 0))[1] for k in range(len(g.ops))]
     if forced is not None:
         ops, layers = chain_prefix(g)
         n, grid = forced
         if not 2 <= n <= len(ops):
             raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
                              f"layers that can run in patches")
-        cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
+        cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
     else:
-        cands, refused = candidates(g, total_macs, max_recompute, growth)
+        cands, refused = candidates(g, total_macs, max_recompute, growth, ks)
     for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)

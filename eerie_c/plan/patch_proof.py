@@ -15,7 +15,10 @@ tensor shapes), never from the planner's geometry:
     layer's window touches (clipped to the image: padding taps read no memory) are held by the
     buffer of the previous layer's output, written by this tile and not overwritten since, or
     come from the stage input; a layer never writes bytes that hold its own input;
-  * the tiles' final regions cover the stage output exactly once.
+  * the tiles' final regions cover the stage output exactly once;
+  * row bands (each layer's own kernel over the band, kernels/_patch_tiles.py): every region
+    spans all its layer's columns, and each layer's kernel scratch lies in the block, aligned,
+    clear of the patch buffer it reads and the one it writes for the tile.
 """
 from __future__ import annotations
 
@@ -88,6 +91,15 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
     n = len(geo)
     last = geo[-1]
     cover = np.zeros((last["out_h"], last["out_w"]), np.int32)
+    ks = getattr(stage, "kernel_scratch", None)
+    if ks is not None:
+        if len(ks) != n:
+            raise CompilerBug(f"{where}: kernel scratch for {len(ks)} layers, the stage has {n}")
+        for t, regions in enumerate(stage.tiles):   # a band kernel reads whole rows
+            for k, gk in enumerate(geo):
+                if int(regions[k][1]) != 0 or int(regions[k][3]) != gk["out_w"]:
+                    raise CompilerBug(f"{where}, tile {t}, layer {k}: a row band's region "
+                                      f"{tuple(regions[k])} is not all {gk['out_w']} columns")
     for t, regions in enumerate(stage.tiles):
         if len(regions) != n:
             raise CompilerBug(f"{where}: tile {t} has {len(regions)} regions for {n} layers")
@@ -109,11 +121,21 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
                     raise CompilerBug(f"{tag}: reads input rows {ylo}..{yhi}, columns {xlo}..{xhi}, "
                                       f"but layer {k - 1} wrote only rows {sy}..{sy + sr - 1}, "
                                       f"columns {sx}..{sx + sc - 1} for this tile (halo too small)")
+            off = int(stage.buf_offsets[k]) if k < n - 1 else 0
+            end = off + rows * cols * gk["out_c"] if k < n - 1 else 0
+            if ks is not None:   # row bands: the layer's own kernel's scratch
+                so, sn = (int(v) for v in ks[k])
+                if so < 0 or so % 16 or so + sn > block:
+                    raise CompilerBug(f"{tag}: kernel scratch [{so}, {so + sn}) is misaligned or "
+                                      f"outside the {block}-byte scratch block")
+                for what, lo, hi in ([("its input, patch buffer %d" % (k - 1), src[1], src[2])] if src else []) + \
+                        ([("its output, patch buffer %d" % k, off, end)] if k < n - 1 else []):
+                    if so < hi and lo < so + sn:
+                        raise CompilerBug(f"{tag}: kernel scratch [{so}, {so + sn}) overlaps "
+                                          f"{what} [{lo}, {hi})")
             if k == n - 1:
                 cover[y0:y0 + rows, x0:x0 + cols] += 1
                 continue
-            off = int(stage.buf_offsets[k])
-            end = off + rows * cols * gk["out_c"]
             if off < 0 or off % 16 or end > block:
                 raise CompilerBug(f"{tag}: patch buffer {k} at [{off}, {end}) is misaligned or "
                                   f"outside the {block}-byte scratch block")
