@@ -114,7 +114,7 @@ def stage_features(stage) -> list[float]:
     for regions in stage.tiles:
         for lay, (_, _, rows, cols) in zip(stage.layers, regions):
             pix = rows * cols
-            base = 0 if lay.kind == "CONV_2D" else 3
+            base = 3 if lay.kind == "DEPTHWISE_CONV_2D" else 0
             f[base] += pix * lay.macs_per_pixel
             f[base + 1] += pix * lay.out_c
             f[base + 2] += pix

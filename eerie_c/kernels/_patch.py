@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import CompilerBug
 from ..templating import render
 from . import Lowered, c_comment, c_ident
 from ._conv_rules import folded_bias
@@ -79,6 +80,8 @@ def lower_patch_stage(op, g, ctx) -> Lowered:
     stage = op.attrs["patch"]
     if bands_apply(stage):   # row bands: each layer's own kernel per band (_patch_tiles.py)
         return lower_bands(op, g, ctx, stage)
+    if any(s is not None for s in (stage.skips or [])):
+        raise CompilerBug("patch stage: a fused ADD outside row bands (plan/patch.py make_plan refuses it)")
     n = len(stage.layers)
     layers = []
     outer = ctx.layer

@@ -52,30 +52,45 @@ def _band(lay, region) -> tuple[int, int, int]:
     return ylo, nin, ylo - (y0 * lay.sh - lay.pad_t)
 
 
+def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int) -> Lowered:
+    """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows."""
+    x, y = (sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]), sop.outputs[0]
+    band = Op(sop.kind, list(sop.inputs), list(sop.outputs),
+              {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}},
+              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    out = (1, rows, lay.out_w, lay.out_c)
+    shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
+    want = [x]
+    if sop.kind == "CONV_2D_ADD":   # the skip input and the convolution's own output too
+        shapes.update({sop.inputs[0]: out, sop.attrs["conv_output"]: out})
+        want = [sop.inputs[0], x]
+    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes), ctx)
+    if low.inputs != want or low.outputs != [y] or low.control or low.updates:
+        raise CompilerBug(f"patch stage: {sop.kind} op {sop.index}'s kernel over a band reads "
+                          f"{low.inputs}, writes {low.outputs}")
+    return low
+
+
 def lower_bands(op, g, ctx, stage) -> Lowered:
     n = len(stage.layers)
     kernels: list[list[Lowered]] = [[] for _ in range(n)]   # per layer: its distinct bands
     keys: list[dict] = [{} for _ in range(n)]
-    table = []   # per band, per layer: kernel index, input offset, output offset
+    skips = stage.skips or [None] * n
+    table = []   # per band, per layer: kernel index, input offset, output offset, skip offset
     for regions in stage.tiles:
         for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
             region = regions[k]
             ylo, nin, pad_t = _band(lay, region)
             key = (nin, pad_t, region[2])
             if key not in keys[k]:
-                x, y = sop.inputs[0], sop.outputs[0]
-                band = Op(sop.kind, list(sop.inputs), list(sop.outputs),
-                          {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}},
-                          name=sop.name, index=sop.index, subgraph=sop.subgraph)
-                bg = _BandGraph(g, {x: (1, nin, lay.in_w, lay.in_c), y: (1, region[2], lay.out_w, lay.out_c)})
-                low = REGISTRY[sop.kind].lower(band, bg, ctx)
-                if low.inputs != [x] or low.outputs != [y] or low.control or low.updates:
-                    raise NotImplementedError(f"{sop.kind} band kernel with inputs {low.inputs}")
                 keys[k][key] = len(kernels[k])
-                kernels[k].append(low)
+                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2]))
             src_row0 = 0 if k == 0 else regions[k - 1][0]
+            skip = 0
+            if skips[k] is not None:   # the skip's rows of this band in its patch buffer
+                skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
             table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c,
-                      region[0] * lay.out_w * lay.out_c if k == n - 1 else 0]
+                      region[0] * lay.out_w * lay.out_c if k == n - 1 else 0, skip]
     for k, ks in enumerate(kernels):
         need = max((low.scratch_bytes for low in ks), default=0)
         if need > stage.kernel_scratch[k][1]:
@@ -90,17 +105,22 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
              "const int8_t *const stage_in = in0;", "int8_t *const stage_out = out0;",
              "uint8_t *const stage_scratch = scratch;", "int t;",
              f"for (t = 0; t < {len(stage.tiles)}; ++t) {{",
-             f"    const int32_t *const r = {cname} + t * {3 * n};"]
+             f"    const int32_t *const r = {cname} + t * {4 * n};"]
     for k, lay in enumerate(stage.layers):
         src = "stage_in" if k == 0 else f"(const int8_t *)(stage_scratch + {stage.buf_offsets[k - 1]})"
         dst = "stage_out" if k == n - 1 else f"(int8_t *)(stage_scratch + {stage.buf_offsets[k]})"
         name = stage.ops[k].name.split(";")[0] or stage.ops[k].kind
-        lines += [f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */",
-                  f"        const int8_t *const in0 = {src} + r[{3 * k + 1}];",
-                  f"        int8_t *const out0 = {dst} + r[{3 * k + 2}];",
+        xin = "in0"
+        lines.append(f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */")
+        if skips[k] is not None:   # CONV_2D_ADD: in0 the skip input, in1 the convolution's
+            lines.append(f"        const int8_t *const in0 = (const int8_t *)(stage_scratch + "
+                         f"{stage.buf_offsets[skips[k] - 1]}) + r[{4 * k + 3}];   /* the skip's rows */")
+            xin = "in1"
+        lines += [f"        const int8_t *const {xin} = {src} + r[{4 * k + 1}];",
+                  f"        int8_t *const out0 = {dst} + r[{4 * k + 2}];",
                   f"        uint8_t *const scratch = stage_scratch + {stage.kernel_scratch[k][0]};"
                   f"   /* between the live patch buffers */",
-                  "        (void)scratch;", f"        switch (r[{3 * k}]) {{"]
+                  "        (void)scratch;", f"        switch (r[{4 * k}]) {{"]
         for i, low in enumerate(kernels[k]):
             body = "\n".join(("                " + ln) if ln.strip() else "" for ln in low.body.splitlines())
             lines += [f"        case {i}: {{", body, "            break;", "        }"]
