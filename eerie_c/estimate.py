@@ -104,7 +104,9 @@ STAGE_FEATURES = ("conv_macs", "conv_outs", "conv_pixels", "dw_macs", "dw_outs",
                   "tile_layers")
 STAGE_FIT = {"dsp": (0.246, 19.43, 67.07, 0.0, 0.0, 911.0, 494.8)}
 STAGE_FIT["mve"] = STAGE_FIT["dsp"]
-BAND_STEP = 20   # per band and layer of a row-band stage: the table look-up and the switch
+# per band and layer of a row-band stage, beyond the layer kernel's own estimate: the table
+# look-up and the switch, and the kernel's set-up per call (fitted below)
+BAND_STEP = {"dsp": 7600, "mve": 4500}
 
 
 def stage_features(stage) -> list[float]:
@@ -126,25 +128,31 @@ def estimate_stage(stage, in_elements: int, out_elements: int, target: str) -> i
     """A patch stage as run (halos included): the per-layer fit where there is one, else the
     family's cost per patched MAC."""
     if getattr(stage, "bands", False):   # each layer's own kernel per row band (_patch_tiles.py)
-        return _bands(stage, target)
+        return _bands(band_work(stage), target)
     fit = _stage_fit(stage_features(stage), target)
     if fit is None:
         return estimate_layer("PATCH_STAGE", stage.patched_macs, in_elements, out_elements, False, target)
     return fit
 
 
-def _bands(stage, target: str) -> int | None:
-    """A stage of row bands: per band and layer, the layer's kernel over the band's rows, plus
-    BAND_STEP instructions to pick the band's kernel and pointers from the table."""
+def band_work(stage) -> list[list]:
+    """A stage of row bands as the layer kernels run it: per band and layer, [kind, MACs,
+    output elements] (report.json keeps it, so the report's estimate is the planner's)."""
+    return [[lay.kind, rows * cols * lay.macs_per_pixel, rows * cols * lay.out_c]
+            for regions in stage.tiles for lay, (_, _, rows, cols) in zip(stage.layers, regions)]
+
+
+def _bands(work: list, target: str) -> int | None:
+    """Row bands: per band and layer, the layer's kernel over the band's rows (its per-MAC
+    and per-output costs and its call), plus BAND_STEP[family] for what a call over a band
+    costs beyond the whole layer's per-element costs."""
     total = 200
-    for regions in stage.tiles:
-        for lay, (_, _, rows, cols) in zip(stage.layers, regions):
-            pix = rows * cols
-            n = estimate_layer(lay.kind, pix * lay.macs_per_pixel, pix * lay.in_c * lay.sh * lay.sw,
-                               pix * lay.out_c, False, target)
-            if n is None:
-                return None
-            total += n + BAND_STEP
+    step = BAND_STEP.get(FAMILY.get(target), 0)
+    for kind, macs, outs in work:
+        n = estimate_layer(kind, macs, 0, outs, False, target)
+        if n is None:
+            return None
+        total += n + step
     return int(round(total, -1))
 
 
@@ -162,6 +170,8 @@ def _elements(tensors: list[dict]) -> int:
 def estimate_op(op: dict, target: str) -> int | None:
     """One layer of report.json's "ops" on `target`; None where there is no calibration."""
     is_float = any(str(t.get("dtype", "")).startswith("float") for t in op["inputs"] + op["outputs"])
+    if op.get("stage_bands") is not None:   # a patch stage of row bands
+        return _bands(op["stage_bands"], target)
     if op.get("stage_features") is not None:   # a patch stage: the per-layer fit where there is one
         fit = _stage_fit(op["stage_features"], target)
         if fit is not None:
