@@ -208,6 +208,21 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
+# largest depth in groups of 4 taps for which the shared kernel is unrolled (one copy per
+# depth, helpers/gemm_dsp_g.c.j2: about 60 bytes of code per group): the C around the
+# general kernel's loop costs ~55 instructions per pair of channels, about 0.2 per MAC at
+# K = 64 and less the deeper the layer, so deep layers keep the one general copy
+UNROLL_MAX_GROUPS = 16
+
+_PAIR_WORDS = "2 folded biases, its weight words, multiplier, radd, rshift (2 of each)"
+
+
+def _with_requant(words: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The shared kernel's one stream: per pair of channels its bias words (rows[:, :2]),
+    weight words (`words` split evenly over the pairs), then multiplier, radd, rshift."""
+    pairs = rows.shape[0]
+    return np.concatenate([rows[:, :2], words.reshape(pairs, -1), rows[:, 2:]], axis=1).reshape(-1)
+
 
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
@@ -244,15 +259,17 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
                        and ocp // 2 <= 65536)
         if v["shared"]:
-            # per pair of channels one row of 8 words, read in order: bias, multiplier,
-            # radd, rshift, each for the two channels
+            # per pair of channels: the two biases before its weights, then multiplier,
+            # radd, rshift (two of each) after them (gemm_dsp.c.j2 reads them in order)
             fbias = dfb
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                     rq_table=ctx.const(np.concatenate(rows, axis=1).astype(np.int32), "int32_t",
-                                        "bias_requant", "per pair of channels: folded bias, "
-                                        "multiplier, radd, rshift (two of each)"))
+                     rq_rows=np.concatenate(rows, axis=1).astype(np.int32))
+            act_lo, act_hi = activation_range_int(act, y)
+            # the unrolled copy: no clamp beyond SSAT, every pair of channels stored whole
+            v["unrolled"] = (kp // 4 if kp // 4 <= UNROLL_MAX_GROUPS and out_c % 2 == 0
+                           and (act_lo, act_hi) == (-128, 127) else 0)
             fast = v
         else:
             fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
@@ -275,18 +292,36 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         # per 16 MACs, twice the weight bytes)
         t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
-        v["weights"] = ctx.const(words.astype(np.uint32).view(np.int32).reshape(-1), "int32_t",
-                                 "weights", what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
+        v["weights"] = ctx.const(_with_requant(words.astype(np.uint32).view(np.int32), v.pop("rq_rows")),
+                                 "int32_t", "weights_requant", what_w + ", sign-extended: (t0, t2), "
+                                 "(t1, t3) per row; per pair of rows " + _PAIR_WORDS)
         v["wide"] = True
         return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
-        v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
+        v["weights"] = ctx.const(_with_requant(words, v.pop("rq_rows")), "int32_t", "weights_requant",
+                                 what_w + ", 4 taps per word; per pair of rows " + _PAIR_WORDS)
         return v
     v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
     return v
+
+
+def dsp_conv_helpers(v: dict) -> set[str]:
+    """Helper templates of an int8 CONV_2D (or CONV_2D_ADD) of int8_conv_vars' `v`."""
+    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set())
+    if v.get("shared"):
+        helpers.add("gemm_dsp")
+        if v.get("unrolled"):
+            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else ""))
+    return helpers
+
+
+def dsp_conv_scratch(v: dict) -> int:
+    """Scratch bytes of a DSP CONV_2D: two columns of kp int16, the im2col bytes of one window
+    unless 1x1, and the unrolled kernel's two output pointers."""
+    return 4 * v["kp"] + (0 if v["direct"] else v["kp"]) + (8 if v.get("unrolled") else 0)
 
 
 def conv_choice(v: dict) -> str:
@@ -344,10 +379,9 @@ def lower_conv2d(op, g, ctx):
         v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
         body = render("kernels/conv2d_s8.c.j2", **v)
-        helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
+        helpers = dsp_conv_helpers(v)
         if v["dsp"]:
-            # two columns of kp int16, plus the im2col bytes of one window
-            scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+            scratch = dsp_conv_scratch(v)
     inplace = False
     if x.dtype == "int8" and v.get("dsp") and v.get("direct"):
         inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c)

@@ -19,7 +19,8 @@ from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
-from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
+from .conv import (conv_choice, conv_operands, dsp_conv_helpers, dsp_conv_scratch, int8_conv_vars,
+                   lower_conv2d_rv, op_what, window)
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve
@@ -143,7 +144,7 @@ def lower_conv_add(op, g, ctx):
         # the conv's own scratch: two columns of kp int16, plus (not 1x1) the im2col bytes of
         # one window, which are dead once the columns are built: the two pixels' outputs fit
         # there when the window has at least 2 * out_c bytes
-        scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+        scratch = dsp_conv_scratch(v)
         if not v["direct"] and 2 * out_c <= kh * kw * in_c:
             ra["zt"] = "stage"
         else:
@@ -155,7 +156,7 @@ def lower_conv_add(op, g, ctx):
         ra["fast"] = fast_add_constants(g.t(rid), z, y, ra)
     v["residual"] = ra
     body = render("kernels/conv2d_s8.c.j2", **v)
-    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
+    helpers = dsp_conv_helpers(v)
     return Lowered(body=body, inputs=[rid, x.id], outputs=[y.id], helpers=helpers,
                    scratch_bytes=scratch, inplace=True, choice=conv_choice(v),
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
