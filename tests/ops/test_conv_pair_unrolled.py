@@ -1,7 +1,7 @@
 """The shared int8 CONV_2D kernel unrolled per depth (eerie_conv_pair_s8_gG and, under
 --optimize speed, eerie_conv_pair_s8_gGw; helpers/gemm_dsp_g.c.j2): layers of at most
 UNROLL_MAX_GROUPS groups of 4 taps, no clamp beyond SSAT, an even channel count. vs TFLM on
-shapes that reach each part of it: one and several pairs of channels, 2 to 16 groups (the
+shapes that reach each part of it: one and several pairs of channels, 2 to 32 groups (the
 column offsets), odd pixel counts (the last pixel twice), batches > 1, strides, dilation,
 padding, per-channel and per-tensor requantization. Built for the host (the plain-C branch,
 which calls the general kernel, with UBSan and the source proof) and run on the real
@@ -27,6 +27,7 @@ SHAPES = {
     "k3-K27-dil2-valid": ((1, 7, 6, 3), 8, (3, 3), (1, 1), "VALID", (2, 2), False),      # 7
     "k2x3-K60-s1x2-pad": ((1, 4, 5, 10), 4, (2, 3), (1, 2), "SAME", (1, 1), True),       # 15
     "pw-K16-one-pair": ((1, 3, 3, 16), 2, (1, 1), (1, 1), "SAME", (1, 1), False),        # 4
+    "pw-K128-odd-pixels": ((1, 3, 5, 128), 6, (1, 1), (1, 1), "SAME", (1, 1), True),    # 32
     "pw-K8-batch3-s2": ((3, 5, 4, 8), 6, (1, 1), (2, 2), "VALID", (1, 1), True),         # 2
 }
 
