@@ -182,7 +182,7 @@ def lower_depthwise_conv2d(op, g, ctx):
                 zp = x.zero_point & 0xFFFF
                 v.update(pwp=pair_columns(win), xoff=win.pad_l,
                          zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
-                scratch = 8 * in_c * v["pwp"]
+                scratch = 6 * in_c * v["pwp"]   # 3 rows of in_c x pwp int16
             elif v.get("table") and rows_ok(win):
                 # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
                 # extended once instead of once per window reading it, and no border path.
