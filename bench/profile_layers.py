@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 from eerie_c.api import compile_model  # noqa: E402
 
 PATCH = "off"   # --patch
+OPTIMIZE = "balanced"   # --optimize
 from eerie_c.toolchain.arch import arch_of  # noqa: E402
 from eerie_c.toolchain.boards import get_board  # noqa: E402
 from eerie_c.toolchain.firmware import INPUTS_FILE, build_firmware, pack_records  # noqa: E402
@@ -82,7 +83,8 @@ def measure(path: Path, board) -> tuple[list[dict], list[int], list]:
     """(report ops, instructions per layer, kernel inner loop per layer)."""
     with tempfile.TemporaryDirectory(prefix="eerie-prof-") as tmp:
         out = Path(tmp) / "fw"
-        res = compile_model(path, out_dir=out, board=board.name, name="m", patch=PATCH)
+        res = compile_model(path, out_dir=out, board=board.name, name="m", patch=PATCH,
+                            optimize=OPTIMIZE)
         ops = res.report["ops"]
         loops = kernel_loops(out, "m", ops, board)
         src = (out / "m.c").read_text()
@@ -133,9 +135,11 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (for bench/results.md)")
     ap.add_argument("--patch", choices=("off", "auto"), default="off",
                     help="patch-based execution of the first layers (eerie-c --patch)")
+    ap.add_argument("--optimize", choices=("balanced", "speed", "size"), default="balanced",
+                    help="eerie-c --optimize")
     args = ap.parse_args(argv)
-    global PATCH
-    PATCH = args.patch
+    global PATCH, OPTIMIZE
+    PATCH, OPTIMIZE = args.patch, args.optimize
     path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
     board = get_board(args.board)
     ops, layers, loops = measure(path, board)

@@ -178,6 +178,11 @@ class LowerCtx:
         self._by_key: dict[tuple, str] = {}
         self._names: set[str] = set()
         self.layer = "x"
+        # --optimize size (kernels/_conv_pack.py): bytes the layers' compact formats save,
+        # per shared helper function they need, and the helpers lower_graph turned off
+        # because their savings do not pay for their code
+        self.size_saved: dict[str, int] = {}
+        self.size_off: frozenset[str] = frozenset()
 
     def const(self, data: np.ndarray, ctype: str, hint: str, comment: str = "") -> str:
         data = np.ascontiguousarray(data)
@@ -193,6 +198,15 @@ class LowerCtx:
         self._by_key[key] = name
         self.consts.append(Const(name, ctype, data, comment))
         return name
+
+    def checkpoint(self) -> tuple:
+        """What rollback needs to forget the constants made after this call (a kernel that
+        tries one lowering and then takes another)."""
+        return len(self.consts), dict(self._by_key), set(self._names), dict(self.size_saved)
+
+    def rollback(self, cp: tuple):
+        n, self._by_key, self._names, self.size_saved = cp[0], dict(cp[1]), set(cp[2]), dict(cp[3])
+        del self.consts[n:]
 
     def tensor_const(self, t: Tensor, hint: str) -> str:
         return self.const(t.data, DTYPE_C[t.dtype], hint, c_comment(t.label))
@@ -256,7 +270,21 @@ def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
     if optimize not in OPTIMIZE:
         raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
     check_supported(g)
+    lowered, ctx = _lower_ops(g, target, special, optimize, frozenset())
+    if optimize == "size":
+        # a shared unpacking helper is worth its code only if its layers together save more:
+        # else lower again without it (kernels/_conv_pack.py)
+        from ._conv_pack import unpaid_helpers
+        off = unpaid_helpers(ctx.size_saved)
+        if off:
+            lowered, ctx = _lower_ops(g, target, special, optimize, off)
+    return lowered, ctx
+
+
+def _lower_ops(g: Graph, target: str, special: dict | None, optimize: str,
+               size_off: frozenset[str]) -> tuple[list[Lowered], LowerCtx]:
     ctx = LowerCtx(g, target, optimize)
+    ctx.size_off = size_off
     lowered = []
     used: set[str] = set()
     for op in g.ops:

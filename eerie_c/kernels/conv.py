@@ -26,6 +26,7 @@ from ..errors import EerieError
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
                    pad_to, round_up, zero_channels)
+from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
 from ._mve import has_mve, lower_conv2d_mve
@@ -221,19 +222,23 @@ UNROLL_MIN_K = 8
 _PAIR_WORDS = "2 folded biases, its weight words, multiplier, radd, rshift (2 of each)"
 
 
-def _with_requant(words: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The shared kernel's one stream: per pair of channels its bias words (rows[:, :2]),
-    weight words (`words` split evenly over the pairs), then multiplier, radd, rshift."""
-    pairs = rows.shape[0]
-    return np.concatenate([rows[:, :2], words.reshape(pairs, -1), rows[:, 2:]], axis=1).reshape(-1)
+def _pair_weights(ctx, v: dict, words: np.ndarray, what: str) -> str:
+    """The shared kernel's weight words as a constant; for the unrolled kernel one stream:
+    per pair of channels its bias words, its weight words, then multiplier, radd, rshift."""
+    if not v.get("unrolled"):
+        return ctx.const(words, "int32_t", "weights", what)
+    rows = v.pop("rq_rows")
+    stream = np.concatenate([rows[:, :2], words.reshape(rows.shape[0], -1), rows[:, 2:]], axis=1)
+    return ctx.const(stream.reshape(-1), "int32_t", "weights_requant", f"{what}; per pair of rows {_PAIR_WORDS}")
 
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
-    the requantization is eerie_requant_fast's when proven exact."""
+    the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
+    _conv_pack.py the caller can lower under --optimize size (size_fmt in the result)."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
@@ -260,20 +265,35 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
         # (its loops are bounded for the source proof: groups <= 32768, pairs <= 65536; the
         # assembly loop's counter, groups / 4, <= 8192)
-        # the unrolled copy: no clamp beyond SSAT, every pair of channels stored whole
-        unroll = (kp // 4 <= UNROLL_MAX_GROUPS and out_c % 2 == 0
+        # the unrolled copy (helpers/gemm_dsp_g.c.j2): no clamp beyond SSAT, every pair of
+        # channels stored whole; not under --optimize size, whose compact constants feed the
+        # general kernel
+        unroll = (kp // 4 <= UNROLL_MAX_GROUPS and out_c % 2 == 0 and ctx.optimize != "size"
                   and activation_range_int(act, y) == (-128, 127))
         v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
                        and (UNROLL_MIN_K if unroll else SHARED_MIN_K) <= kp <= 4 * 32768)
+        if v["shared"] and pack and ctx.optimize == "size":
+            sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
+                           pack)
+            if sv is not None:
+                v.update(sv, fast=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+                v["act_min"], v["act_max"] = activation_range_int(act, y)
+                return v
         if v["shared"]:
-            # per pair of channels: the two biases before its weights, then multiplier,
-            # radd, rshift (two of each) after them (gemm_dsp.c.j2 reads them in order)
+            # per pair of channels 8 words, read in order: bias, multiplier, radd, rshift,
+            # each for the two channels (the unrolled kernel: the biases before the pair's
+            # weights, the rest after them, in one stream)
             fbias = dfb
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                     rq_rows=np.concatenate(rows, axis=1).astype(np.int32))
-            v["unrolled"] = kp // 4 if unroll else 0
+                     unrolled=kp // 4 if unroll else 0)
+            if v["unrolled"]:
+                v["rq_rows"] = table
+            else:
+                v["rq_table"] = ctx.const(table, "int32_t", "bias_requant", "per pair of channels: "
+                                          "folded bias, multiplier, radd, rshift (two of each)")
             fast = v
         else:
             fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
@@ -296,15 +316,13 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
         # per 16 MACs, twice the weight bytes)
         t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
-        v["weights"] = ctx.const(_with_requant(words.astype(np.uint32).view(np.int32), v.pop("rq_rows")),
-                                 "int32_t", "weights_requant", what_w + ", sign-extended: (t0, t2), "
-                                 "(t1, t3) per row; per pair of rows " + _PAIR_WORDS)
+        v["weights"] = _pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
+                                     what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
         return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
-        v["weights"] = ctx.const(_with_requant(words, v.pop("rq_rows")), "int32_t", "weights_requant",
-                                 what_w + ", 4 taps per word; per pair of rows " + _PAIR_WORDS)
+        v["weights"] = _pair_weights(ctx, v, words, what_w + ", 4 taps per word")
         return v
     v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
@@ -330,6 +348,8 @@ def dsp_conv_scratch(v: dict) -> int:
 
 def conv_choice(v: dict) -> str:
     """report.md's line for a DSP convolution: its weight format under --optimize."""
+    if v.get("size_why"):
+        return v["size_why"]
     if v.get("wide"):
         return "weights sign-extended to int16 (speed: eerie_conv_pair_s8w, twice the bytes)"
     if v.get("shared"):
@@ -374,14 +394,33 @@ def lower_conv2d(op, g, ctx):
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
     else:
-        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+        sized = None
+        if has_mve(ctx.target) and ctx.optimize == "size":
+            # --optimize size on the M55: the DSP kernel when packed weights are the layer's
+            # smallest format (fewer weight bytes than Helium's int8 rows); else the Helium
+            # kernel (rq alone would save 7 B per channel at several times the instructions)
+            cp = ctx.checkpoint()
+            sized = int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                                   pack=("rq", "packed"))
+            if sized.get("size_fmt") != "packed":
+                ctx.rollback(cp)
+                sized = None
+        if has_mve(ctx.target) and sized is None:   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
         if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
             return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
-        v.update(int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
+        v.update(sized or int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                                         pack=("rq", "packed")))
         v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
+        if v.get("size_fmt"):   # --optimize size: compact constants (_conv_pack.py)
+            body, scratch, may_inplace = size_lowering(v)
+            inplace = may_inplace and v["direct"] and pointwise_inplace(win, in_h, in_w, in_c, out_c)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], scratch_bytes=scratch,
+                           helpers={"requant", "dsp", "gemm_dsp", "conv_pack"}, inplace=inplace,
+                           macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
+                           choice=conv_choice(v))
         body = render("kernels/conv2d_s8.c.j2", **v)
         helpers = dsp_conv_helpers(v)
         if v["dsp"]:

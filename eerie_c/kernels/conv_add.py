@@ -19,6 +19,7 @@ from ..templating import render
 from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
+from ._conv_pack import rq_preamble
 from .conv import (conv_choice, conv_operands, dsp_conv_helpers, dsp_conv_scratch, int8_conv_vars,
                    lower_conv2d_rv, op_what, window)
 from .elementwise import ADD_LEFT_SHIFT
@@ -136,7 +137,9 @@ def lower_conv_add(op, g, ctx):
         low.comment = (f"CONV_2D + ADD {c_comment(op.name)} (the residual ADD fused into the "
                        f"convolution's stores)")
         return low
-    v.update(int8_conv_vars(ctx, x, w, b, z, act, what, out_c, kh * kw * in_c))
+    # --optimize size: only the compact requantization (the block loop of packed weights
+    # would store a pixel's channels in several passes, before its residual ADD)
+    v.update(int8_conv_vars(ctx, x, w, b, z, act, what, out_c, kh * kw * in_c, pack=("rq",)))
     v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
     ra = add_constants(r, z, y, op.attrs.get("add_activation", "NONE"),
                        int(op.attrs.get("conv_operand", 0)))
@@ -155,8 +158,13 @@ def lower_conv_add(op, g, ctx):
     if v["dsp"]:   # the three requantizations of the ADD as eerie_requant_fast when exact
         ra["fast"] = fast_add_constants(g.t(rid), z, y, ra)
     v["residual"] = ra
-    body = render("kernels/conv2d_s8.c.j2", **v)
     helpers = dsp_conv_helpers(v)
+    if v.get("size_fmt"):   # its requantization rows after the rest of the scratch
+        offset = (scratch + 3) // 4 * 4
+        body = rq_preamble(v, offset) + render("kernels/conv2d_s8.c.j2", **{**v, "rq_table": "rqs"})
+        scratch, helpers = offset + 16 * v["ocp"], helpers | {"conv_pack"}
+    else:
+        body = render("kernels/conv2d_s8.c.j2", **v)
     return Lowered(body=body, inputs=[rid, x.id], outputs=[y.id], helpers=helpers,
                    scratch_bytes=scratch, inplace=True, choice=conv_choice(v),
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,

@@ -21,6 +21,7 @@ from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requa
                    round_up, zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
+from ._conv_pack import dw_size_preamble, dw_size_vars
 from ._conv_rules import folded_bias, ring_inplace
 from ._f32 import depthwise_vars as depthwise_f32_vars
 from ._rv import has_rv
@@ -115,11 +116,14 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what, pairs=False)
             return v
         cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
                 for a in (2 * dfb, mult_, radd, rshift)]
-        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                 rq_table=ctx.const(np.concatenate(cols, axis=1).astype(np.int32), "int32_t",
-                                    "bias_requant", "per 4 channels: doubled folded bias, "
-                                    "multiplier, radd, rshift (four of each)"),
-                 wexp=dsp_weights(ctx, wk, in_c, 2))
+        # --optimize size: the table from 9 bytes per channel, expanded in scratch (_conv_pack.py)
+        small = dw_size_vars(ctx, dfb, values, y.zero_point, in_c, wk) if ctx.optimize == "size" else None
+        v.update(small or dict(rq_table=ctx.const(
+            np.concatenate(cols, axis=1).astype(np.int32), "int32_t", "bias_requant",
+            "per 4 channels: doubled folded bias, multiplier, radd, rshift (four of each)")))
+        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+        if "wexp" not in v:
+            v["wexp"] = dsp_weights(ctx, wk, in_c, 2)
         v["act_min"], v["act_max"] = activation_range_int(act, y)
         return v
     v.update(table=False, wexp=dsp_weights(ctx, wk, in_c))
@@ -173,7 +177,7 @@ def lower_depthwise_conv2d(op, g, ctx):
         if dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what,
-                                   pairs=pairs_ok(win, act, y, in_c, in_w)))
+                                   pairs=pairs_ok(win, act, y, in_c, in_w) and ctx.optimize != "size"))
             inplace = ring_inplace(g, x, win, in_h, in_w)
             if v.get("pairs"):
                 # per-channel extended rows, two outputs per pass (depthwise_s8_dsp_pairs.c.j2);
@@ -209,5 +213,11 @@ def lower_depthwise_conv2d(op, g, ctx):
             v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
         body = render("kernels/depthwise_s8.c.j2", **v)
         helpers = {"requant", "dsp"} if dsp else {"requant"}
+        if v.get("rq_meta"):      # --optimize size: the table goes after the kernel's scratch
+            offset = (scratch + 3) // 4 * 4
+            pre, extra = dw_size_preamble(v, offset)
+            body, scratch = pre + body, offset + extra
+            helpers |= {"conv_pack"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
-                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,
+                   choice=v.get("size_why", ""))
