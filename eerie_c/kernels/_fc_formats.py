@@ -19,9 +19,9 @@ of those that qualify the smallest wins. Packing only pays for large layers whos
 are mostly small (ad01's first four layers); small layers (the classifier heads of kws, vww,
 resnet) and layers with wide weights stay int8.
 
---optimize speed stores every layer's weights sign-extended ("s16", fewest instructions), --optimize size takes the
-smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES (about a format kernel's
-code); balanced (the default) is the rule above.
+--optimize speed stores every layer's weights sign-extended ("s16", fewest instructions),
+--optimize size takes the smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES
+(about a format kernel's code); balanced (the default) is the rule above.
 
 PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
 that format where its bounds hold (else int8), for tests of small layers the rule would

@@ -24,8 +24,9 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
-                   pad_to, round_up, zero_channels)
+from ._dsp import (UNROLL_MAX_GROUPS, UNROLL_MIN_K, acc_bound, constant_channels, dsp_conv_helpers,
+                   dsp_conv_scratch, fast_requant_consts, fast_requant_values, has_dsp, pad_to,
+                   pair_weights, round_up, zero_channels)
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
@@ -209,29 +210,6 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
-# largest depth in groups of 4 taps for which the shared kernel is unrolled (one copy per
-# depth, helpers/gemm_dsp_g.c.j2: about 60 bytes of code per group): the C around the
-# general kernel's loop costs ~55 instructions per pair of channels, about 0.2 per MAC at
-# K = 64 and less the deeper the layer. 16 -> 32 (vww's K = 128 layers): vww 10,751,760 ->
-# 10,541,640 instructions on the M4, 11,100,200 -> 10,873,000 on the M7, for 1.9 KB of code
-UNROLL_MAX_GROUPS = 32
-# smallest kp for the unrolled copy (vww's 1x1 K = 8 layer: 3.90 -> 2.0 instructions per
-# MAC on the M4 against the inline C kernel, and on the M7)
-UNROLL_MIN_K = 8
-
-_PAIR_WORDS = "2 folded biases, its weight words, multiplier, radd, rshift (2 of each)"
-
-
-def _pair_weights(ctx, v: dict, words: np.ndarray, what: str) -> str:
-    """The shared kernel's weight words as a constant; for the unrolled kernel one stream:
-    per pair of channels its bias words, its weight words, then multiplier, radd, rshift."""
-    if not v.get("unrolled"):
-        return ctx.const(words, "int32_t", "weights", what)
-    rows = v.pop("rq_rows")
-    stream = np.concatenate([rows[:, :2], words.reshape(rows.shape[0], -1), rows[:, 2:]], axis=1)
-    return ctx.const(stream.reshape(-1), "int32_t", "weights_requant", f"{what}; per pair of rows {_PAIR_WORDS}")
-
-
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
@@ -316,34 +294,18 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
         # per 16 MACs, twice the weight bytes)
         t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
-        v["weights"] = _pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
+        v["weights"] = pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
         return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
-        v["weights"] = _pair_weights(ctx, v, words, what_w + ", 4 taps per word")
+        v["weights"] = pair_weights(ctx, v, words, what_w + ", 4 taps per word")
         return v
     v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
     return v
-
-
-def dsp_conv_helpers(v: dict) -> set[str]:
-    """Helper templates of an int8 CONV_2D (or CONV_2D_ADD) of int8_conv_vars' `v`."""
-    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set())
-    if v.get("shared"):
-        helpers.add("gemm_dsp")
-        if v.get("unrolled"):
-            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else ""))
-    return helpers
-
-
-def dsp_conv_scratch(v: dict) -> int:
-    """Scratch bytes of a DSP CONV_2D: two columns of kp int16, the im2col bytes of one window
-    unless 1x1, and the unrolled kernel's two output pointers."""
-    return 4 * v["kp"] + (0 if v["direct"] else v["kp"]) + (8 if v.get("unrolled") else 0)
 
 
 def conv_choice(v: dict) -> str:

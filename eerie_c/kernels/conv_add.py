@@ -20,8 +20,8 @@ from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
 from ._conv_pack import rq_preamble
-from .conv import (conv_choice, conv_operands, dsp_conv_helpers, dsp_conv_scratch, int8_conv_vars,
-                   lower_conv2d_rv, op_what, window)
+from ._dsp import dsp_conv_helpers, dsp_conv_scratch
+from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve
