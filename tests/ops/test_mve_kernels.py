@@ -10,6 +10,7 @@ QEMU (mps3-an547, Cortex-M55 with MVE).
 """
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -355,3 +356,24 @@ def test_conv_mve_group_loop_on_cortex_m55(tmp_path, geom):
     got, rep = run_model(p, xs, board="mps3-an547")
     assert rep["target"] == TARGET
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+
+
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_conv_mve_group_loop_compiles_at_any_optimisation(tmp_path, opt):
+    """At -O0 gcc 12 finds no registers for the group loop's operands ("impossible
+    constraints"): the kernel takes its plain-C twin there (#if __OPTIMIZE__)."""
+    model = conv_model("int8", (1, 7, 9, 3), 8, (3, 3), (1, 1), "SAME", act="RELU6")
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    files = compile_model(p, target=TARGET, name="m").files
+    for f, body in files.items():
+        (tmp_path / f).write_text(body)
+    cmd = ["arm-none-eabi-gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wvla", "-pedantic", opt,
+           "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-mfpu=auto", "-I.", "-c", "m.c",
+           "-o", "m.o"]
+    subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    dis = subprocess.run(["arm-none-eabi-objdump", "-d", "-marmv8.1-m.main", "m.o"], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout
+    # the assembly loop (its scatter store of pixel q's bytes) only where gcc optimises
+    assert bool(re.search(r"vstrb\.32\s+q1, \[\w+, q\d\]", dis)) == (opt != "-O0")
