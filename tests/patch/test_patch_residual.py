@@ -48,7 +48,8 @@ def test_resnet_auto_on_board_meets_30k(board_tools, models_dir, tmp_path, board
     assert auto["arena_bytes"] < 30_000 - 1024 and p["est_growth_percent"] <= 20
 
 
-@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+# row bands run each layer's own kernel: DSP (M4), Helium (M55), portable (M3), the GEMM (RISC-V)
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547", "mps2-an385", "riscv-virt"])
 @pytest.mark.parametrize("layers, shape, patch", [(MOBILENET, (1, 19, 23, 3), (4, (3, 1))),
                                                   (ODD, (1, 21, 18, 4), (4, (5, 1)))])
 def test_chain_in_bands_on_board_bit_exact(board_tools, tmp_path, board, layers, shape, patch):
