@@ -14,6 +14,7 @@ from .frontend import load_model
 from .ir import Graph, verify_graph
 from .kernels import const_bytes, lower_graph
 from .kernels._patch import lower_patch_stage
+from .kernels._patch_tiles import band_scratch
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
@@ -76,7 +77,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
             growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
                                              int(sum(low.macs for low in lowered)), forced,
-                                             growth, est_before)
+                                             growth, est_before,
+                                             lambda st, g=g: band_scratch(st, g, target, optimize))
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
                 lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)
