@@ -161,7 +161,7 @@ def test_kernel_hiding_stack_asm_under_gnuc_fails_the_compile(models_dir, monkey
 
 # cortex-m4: kws's counted assembly loops are eerie_fc_mix's and those of the convolution
 # kernels eerie_conv_pair_s8 and eerie_conv_pair_s8w (helpers/gemm_dsp.c.j2 has both);
-# cortex-m55: the group loops of kws's five convolutions (kernels/_mve.py: conv_loop_asm)
+# cortex-m55: the group loops of kws's five convolutions (kernels/_mve_asm.py: conv_loop_asm)
 @pytest.mark.parametrize("target,feature,asm_loops", [
     ("cortex-m4", "__ARM_FEATURE_DSP", 3), ("cortex-m55", "__ARM_FEATURE_MVE", 5),
     ("cortex-m3", "__thumb2__", 0), ("riscv32imafc", "__riscv_flen", 0), ("host", None, 0)])
