@@ -141,3 +141,44 @@ def fast_requant_consts(ctx, mult, shift, out_zp: int, bound, per_channel: bool,
                     rq_zp=zp_after)
     return dict(rq_arrays=False, rq_mask=0, rq_mult=int(mult[0]), rq_rshift=int(rshift[0]),
                 rq_radd=int(radd[0]), rq_zp=zp_after)
+
+
+# The shared CONV_2D kernels (helpers/gemm_dsp.c.j2, gemm_dsp_g.c.j2; conv.py, conv_add.py):
+# largest depth in groups of 4 taps for which the shared kernel is unrolled (one copy per
+# depth, helpers/gemm_dsp_g.c.j2: about 60 bytes of code per group): the C around the
+# general kernel's loop costs ~55 instructions per pair of channels, about 0.2 per MAC at
+# K = 64 and less the deeper the layer. 16 -> 32 (vww's K = 128 layers): vww 10,751,760 ->
+# 10,541,640 instructions on the M4, 11,100,200 -> 10,873,000 on the M7, for 1.9 KB of code
+UNROLL_MAX_GROUPS = 32
+# smallest kp for the unrolled copy (vww's 1x1 K = 8 layer: 3.90 -> 2.0 instructions per
+# MAC on the M4 against the inline C kernel, and on the M7)
+UNROLL_MIN_K = 8
+
+_PAIR_WORDS = "2 folded biases, its weight words, multiplier, radd, rshift (2 of each)"
+
+
+def pair_weights(ctx, v: dict, words: np.ndarray, what: str) -> str:
+    """The shared kernel's weight words as a constant; for the unrolled kernel one stream:
+    per pair of channels its bias words, its weight words, then multiplier, radd, rshift."""
+    if not v.get("unrolled"):
+        return ctx.const(words, "int32_t", "weights", what)
+    rows = v.pop("rq_rows")
+    stream = np.concatenate([rows[:, :2], words.reshape(rows.shape[0], -1), rows[:, 2:]], axis=1)
+    return ctx.const(stream.reshape(-1), "int32_t", "weights_requant",
+                     f"{what}; per pair of rows {_PAIR_WORDS}")
+
+
+def dsp_conv_helpers(v: dict) -> set[str]:
+    """Helper templates of an int8 CONV_2D (or CONV_2D_ADD) of int8_conv_vars' `v`."""
+    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set())
+    if v.get("shared"):
+        helpers.add("gemm_dsp")
+        if v.get("unrolled"):
+            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else ""))
+    return helpers
+
+
+def dsp_conv_scratch(v: dict) -> int:
+    """Scratch bytes of a DSP CONV_2D: two columns of kp int16, the im2col bytes of one window
+    unless 1x1, and the unrolled kernel's two output pointers."""
+    return 4 * v["kp"] + (0 if v["direct"] else v["kp"]) + (8 if v.get("unrolled") else 0)

@@ -4,6 +4,8 @@ Formats (layouts and proofs: _fc_pack.py; kernels: templates/helpers/fc_dsp*.c.j
 
 * "s8":   int8 bytes, 4 rows per block (fc_dsp): 21 instructions per 16 MACs;
 * "mix":  int8 rows mixed in pairs (fc_dsp_mix): 17 per 16 MACs, same bytes as s8;
+* "s16":  weights stored sign-extended, 4 rows per block (fc_dsp_s16): 15 per 16 MACs, twice
+          the bytes (--optimize speed only);
 * "p4":   4-bit fields, 4 rows per block (fc_dsp_p4): 18 per 16 MACs, half the bytes,
           plus a correction entry (2 B, ~6.6 instructions) per weight outside [-8, 8);
 * "p556": 5/5/6-bit fields, 3 rows per block (fc_dsp_p556): 14 per 12 MACs, 2/3 of the
@@ -17,9 +19,9 @@ of those that qualify the smallest wins. Packing only pays for large layers whos
 are mostly small (ad01's first four layers); small layers (the classifier heads of kws, vww,
 resnet) and layers with wide weights stay int8.
 
---optimize speed keeps every layer int8 (fewest instructions), --optimize size takes the
-smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES (about a format kernel's
-code); balanced (the default) is the rule above.
+--optimize speed stores every layer's weights sign-extended ("s16", fewest instructions),
+--optimize size takes the smallest format whenever it saves at least SIZE_MIN_SAVED_BYTES
+(about a format kernel's code); balanced (the default) is the rule above.
 
 PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
 that format where its bounds hold (else int8), for tests of small layers the rule would
@@ -47,8 +49,8 @@ BYTES_PER_INSTRUCTION = 0.25
 # share of SUBS/BNE), the rest of a block (bias, requantization, stores; for the packed
 # formats also each row's correction-list set-up), each correction entry, and the input
 # sum of the packed formats per group.
-PER_GROUP = {"s8": 21.5, "mix": 17.5, "p4": 18.5, "p556": 14.5}
-PER_BLOCK = {"s8": 63, "mix": 67, "p4": 130, "p556": 124}
+PER_GROUP = {"s8": 21.5, "mix": 17.5, "p4": 18.5, "p556": 14.5, "s16": 15.5}
+PER_BLOCK = {"s8": 63, "mix": 67, "p4": 130, "p556": 124, "s16": 63}
 PER_ENTRY = 6.6
 SUM_PER_GROUP = 5
 
@@ -83,23 +85,41 @@ def encode_s8(w: np.ndarray) -> dict:
                 weights=np.ascontiguousarray(wl).reshape(-1).view("<i4"))
 
 
+def encode_s16(w: np.ndarray) -> dict:
+    """The sign-extended layout of helpers/fc_dsp_s16.c.j2: per block of 4 rows and group of
+    4 inputs, per row the words (w0, w2) and (w1, w3) as int16 halves (the halfword order
+    SXTB16 gives the input word)."""
+    units, depth = w.shape
+    up, dp = round_up(units, 4), round_up(depth, 4)
+    t = pad_to(w.astype(np.int64), (up, dp)).reshape(up // 4, 4, dp // 4, 4).transpose(0, 2, 1, 3) & 0xFFFF
+    words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
+    return dict(fmt="s16", rows=4, up=up, dp=dp, weights=words.astype(np.uint32).view(np.int32).reshape(-1))
+
+
 def choose(w: np.ndarray, bias: np.ndarray, batches: int, optimize: str = "balanced") -> dict:
     """The encoding (see _fc_pack.py) this layer uses, with "instructions" and "bytes"
     estimates added and "why" (for report.md); w: int8 weights as int64 [units, depth], bias:
-    folded bias. optimize (--optimize): "balanced" is the rule above; "speed" keeps the int8
-    format (fewest instructions); "size" takes the smallest format whatever it costs."""
+    folded bias. optimize (--optimize): "balanced" is the rule above; "speed" stores the
+    weights sign-extended (fewest instructions); "size" takes the smallest format whatever
+    it costs."""
     if FORCE is not None:
-        forced = encode_s8(w) if FORCE == "s8" else encode(FORCE, w, bias)
+        forced = {"s8": encode_s8, "s16": encode_s16}[FORCE](w) if FORCE in ("s8", "s16") \
+            else encode(FORCE, w, bias)
         if forced is not None:
             forced["why"] = f"forced ({FORCE})"
             return forced
+    if optimize == "speed":
+        best = encode_s16(w)
+        best.update(instructions=estimate_instructions(best, batches), bytes=flash_bytes(best),
+                    why="int16: fewest instructions (speed: twice the bytes of int8)")
+        return best
     base = encode("mix", w, bias) or encode_s8(w)
     base.update(instructions=estimate_instructions(base, batches), bytes=flash_bytes(base))
     best = base
-    base["why"] = "int8: fewest instructions" if optimize == "speed" else (
+    base["why"] = (
         "int8: no packed format saves enough" if optimize == "balanced"
         else f"int8: no packed format saves {SIZE_MIN_SAVED_BYTES} B (its kernel's code)")
-    for fmt in (("p4", "p556") if PACK and optimize != "speed" else ()):
+    for fmt in (("p4", "p556") if PACK else ()):
         enc = encode(fmt, w, bias)
         if enc is None:
             continue

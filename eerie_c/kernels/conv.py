@@ -24,8 +24,9 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
-                   pad_to, round_up, zero_channels)
+from ._dsp import (UNROLL_MAX_GROUPS, UNROLL_MIN_K, acc_bound, constant_channels, dsp_conv_helpers,
+                   dsp_conv_scratch, fast_requant_consts, fast_requant_values, has_dsp, pad_to,
+                   pair_weights, round_up, zero_channels)
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
@@ -212,7 +213,6 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
-
 def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
@@ -246,8 +246,13 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
         # the shared out-of-line kernel (helpers/gemm_dsp.c.j2) takes the zero point folded in
         # (its loops are bounded for the source proof: groups <= 32768, pairs <= 65536; the
         # assembly loop's counter, groups / 4, <= 8192)
-        v["shared"] = (values is not None and values[3] == 0 and SHARED_MIN_K <= kp <= 4 * 32768
-                       and ocp // 2 <= 65536)
+        # the unrolled copy (helpers/gemm_dsp_g.c.j2): no clamp beyond SSAT, every pair of
+        # channels stored whole; not under --optimize size, whose compact constants feed the
+        # general kernel
+        unroll = (kp // 4 <= UNROLL_MAX_GROUPS and out_c % 2 == 0 and ctx.optimize != "size"
+                  and activation_range_int(act, y) == (-128, 127))
+        v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
+                       and (UNROLL_MIN_K if unroll else SHARED_MIN_K) <= kp <= 4 * 32768)
         if v["shared"] and pack and ctx.optimize == "size":
             sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
                            pack)
@@ -256,15 +261,20 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
                 v["act_min"], v["act_max"] = activation_range_int(act, y)
                 return v
         if v["shared"]:
-            # per pair of channels one row of 8 words, read in order: bias, multiplier,
-            # radd, rshift, each for the two channels
+            # per pair of channels 8 words, read in order: bias, multiplier, radd, rshift,
+            # each for the two channels (the unrolled kernel: the biases before the pair's
+            # weights, the rest after them, in one stream)
             fbias = dfb
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                     rq_table=ctx.const(np.concatenate(rows, axis=1).astype(np.int32), "int32_t",
-                                        "bias_requant", "per pair of channels: folded bias, "
-                                        "multiplier, radd, rshift (two of each)"))
+                     unrolled=kp // 4 if unroll else 0)
+            if v["unrolled"]:
+                v["rq_rows"] = table
+            else:
+                v["rq_table"] = ctx.const(table, "int32_t", "bias_requant", "per pair of channels: "
+                                          "folded bias, multiplier, radd, rshift (two of each)")
             fast = v
         else:
             fast = fast_requant_consts(ctx, mult, shift, y.zero_point, bound,
@@ -287,13 +297,13 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
         # per 16 MACs, twice the weight bytes)
         t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
-        v["weights"] = ctx.const(words.astype(np.uint32).view(np.int32).reshape(-1), "int32_t",
-                                 "weights", what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
+        v["weights"] = pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
+                                     what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
         return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
-        v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
+        v["weights"] = pair_weights(ctx, v, words, what_w + ", 4 taps per word")
         return v
     v["weights"] = ctx.const(wdata, "int8_t", "weights", what_w)
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
@@ -377,10 +387,9 @@ def lower_conv2d(op, g, ctx):
                            macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c,
                            choice=conv_choice(v))
         body = render("kernels/conv2d_s8.c.j2", **v)
-        helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
+        helpers = dsp_conv_helpers(v)
         if v["dsp"]:
-            # two columns of kp int16, plus the im2col bytes of one window
-            scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+            scratch = dsp_conv_scratch(v)
     inplace = False
     if x.dtype == "int8" and v.get("dsp") and v.get("direct"):
         inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c)

@@ -20,6 +20,7 @@ from ..errors import EerieError
 from ..ir import Op
 from . import Lowered, c_comment, kernel
 from ._conv_pack import rq_preamble
+from ._dsp import dsp_conv_helpers, dsp_conv_scratch
 from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
@@ -146,7 +147,7 @@ def lower_conv_add(op, g, ctx):
         # the conv's own scratch: two columns of kp int16, plus (not 1x1) the im2col bytes of
         # one window, which are dead once the columns are built: the two pixels' outputs fit
         # there when the window has at least 2 * out_c bytes
-        scratch = 4 * v["kp"] + (0 if v["direct"] else v["kp"])
+        scratch = dsp_conv_scratch(v)
         if not v["direct"] and 2 * out_c <= kh * kw * in_c:
             ra["zt"] = "stage"
         else:
@@ -157,7 +158,7 @@ def lower_conv_add(op, g, ctx):
     if v["dsp"]:   # the three requantizations of the ADD as eerie_requant_fast when exact
         ra["fast"] = fast_add_constants(g.t(rid), z, y, ra)
     v["residual"] = ra
-    helpers = {"requant"} | ({"dsp"} if v["dsp"] else set()) | ({"gemm_dsp"} if v.get("shared") else set())
+    helpers = dsp_conv_helpers(v)
     if v.get("size_fmt"):   # its requantization rows after the rest of the scratch
         offset = (scratch + 3) // 4 * 4
         body = rq_preamble(v, offset) + render("kernels/conv2d_s8.c.j2", **{**v, "rq_table": "rqs"})

@@ -21,12 +21,15 @@ from ._fc_formats import choose, encode_s8
 from ._mve import has_mve, lower_fc_mve
 from ._rv import gemm_vars, has_rv
 
-KERNELS = {"s8": "eerie_fc_s8", "mix": "eerie_fc_mix", "p4": "eerie_fc_p4", "p556": "eerie_fc_p556"}
-HELPERS = {"s8": "fc_dsp", "mix": "fc_dsp_mix", "p4": "fc_dsp_p4", "p556": "fc_dsp_p556"}
+KERNELS = {"s8": "eerie_fc_s8", "mix": "eerie_fc_mix", "p4": "eerie_fc_p4", "p556": "eerie_fc_p556",
+           "s16": "eerie_fc_s16"}
+HELPERS = {"s8": "fc_dsp", "mix": "fc_dsp_mix", "p4": "fc_dsp_p4", "p556": "fc_dsp_p556",
+           "s16": "fc_dsp_s16"}
 FORMAT_NOTES = {"s8": "blocks of 4 rows interleaved per 4 inputs, 4 int8 per word",
                 "mix": "pairs of rows mixed per halfword, 256 * w_odd + w_even",
                 "p4": "blocks of 4 rows, 4-bit fields per halfword",
-                "p556": "blocks of 3 rows, 5/5/6-bit fields per halfword"}
+                "p556": "blocks of 3 rows, 5/5/6-bit fields per halfword",
+                "s16": "blocks of 4 rows interleaved per 4 inputs, sign-extended: (w0, w2), (w1, w3)"}
 
 
 def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth):
@@ -111,7 +114,7 @@ def lower_fully_connected(op, g, ctx):
                 body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp)
                 return Lowered(body=body, inputs=[x.id], outputs=[y.id],
                                helpers={"requant", "dsp", HELPERS[dsp["fmt"]]}
-                               | ({"dsp_fc"} if dsp["fmt"] != "s8" else set()),
+                               | ({"dsp_fc"} if dsp["fmt"] not in ("s8", "s16") else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth, choice=dsp["choice"])
         if (has_rv(ctx.target) and batches * units * depth > 0

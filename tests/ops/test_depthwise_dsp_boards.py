@@ -15,14 +15,16 @@ from eerie_c.api import compile_model, run_model
 from test_depthwise import dw_model
 from test_dsp_kernels import check_dsp_target
 
-# in_shape, kernel, stride, padding, dilation, act, per_channel (stride 1: the rows kernel;
+# in_shape, kernel, stride, padding, dilation, act, per_channel (stride 1: the rows kernel,
+# but 3x3 undilated with no clamp beyond SSAT: the pairs kernel, test_depthwise_pairs.py;
 # strided layers keep depthwise_s8_dsp.c.j2, with the table from 32 channels on)
 SHAPES = {
     "k3-odd-relu6": ((1, 7, 5, 36), (3, 3), (1, 1), "SAME", (1, 1), "RELU6", True),
     "k3-batch2-8ch": ((2, 9, 6, 8), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),
     "k3-dil2-valid": ((1, 9, 8, 32), (3, 3), (1, 1), "VALID", (2, 2), "RELU", False),
     "k5x3-same": ((1, 6, 7, 48), (5, 3), (1, 1), "SAME", (1, 1), "RELU", True),   # C taps (kh > 3)
-    "k3-256ch": ((1, 4, 5, 256), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),    # C taps (LDRD reach)
+    "k3-256ch": ((1, 4, 5, 256), (3, 3), (1, 1), "SAME", (1, 1), "RELU", True),    # C taps (LDRD reach)
+    "k3-dil2-none": ((1, 9, 8, 32), (3, 3), (1, 1), "SAME", (2, 2), "NONE", True),
     "k3-valid-odd": ((1, 8, 7, 32), (3, 3), (1, 1), "VALID", (1, 1), "RELU6", True),
     "k3-s2-batch2-table": ((2, 9, 6, 32), (3, 3), (2, 2), "SAME", (1, 1), "NONE", True),  # not rows
 }
@@ -39,7 +41,9 @@ def test_depthwise_table_host(tmp_path, case):
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     code = compile_model(src, target="cortex-m4", name="m").files["m.c"]
-    if SHAPES[case][2] == (1, 1):
+    if case == "k3-batch2-8ch":
+        assert "(w0, w1) and (w1, w2)" in code, "3x3, stride 1, no clamp: the pairs kernel"
+    elif SHAPES[case][2] == (1, 1):
         assert "extended zero-point row" in code, "the kernel over extended rows is the one under test"
     else:
         assert "eerie_requant_fast2(" in code and "extended zero-point row" not in code

@@ -24,7 +24,7 @@ from tflite_builder import ACT, ModelBuilder
 
 from test_dsp_kernels import dsp_target_run
 
-FORMATS = ["s8", "mix", "p4", "p556"]
+FORMATS = ["s8", "mix", "p4", "p556", "s16"]
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 needs_board = pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                                  reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
@@ -98,10 +98,11 @@ def test_fc_format_host(tmp_path, monkeypatch, fmt, case):
 
 
 @needs_board
-@pytest.mark.parametrize("fmt", ["mix", "p4", "p556"])
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+@pytest.mark.parametrize("fmt", ["mix", "p4", "p556", "s16"])
 @pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2]], ids=["u11-d37", "u7-d44", "u10-d130"])
-def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case):
-    """The same layers on the real instructions (QEMU mps2-an386)."""
+def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
+    """The same layers on the real instructions (QEMU mps2-an386 and the M7, mps2-an500)."""
     batches, units, depth, act, per_channel = case
     w = engineered_weights(units, depth, seed=units, minus128=fmt != "mix")
     model = fc_weights_model(w, batches, act, per_channel)
@@ -109,8 +110,8 @@ def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case):
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
     xs = [random_inputs([batches, depth], "int8", 3, seed=4)]
-    got, rep = run_model(p, xs, board="mps2-an386", name="m", out_dir=tmp_path / "fw")
-    assert rep["target"] == "cortex-m4"
+    got, rep = run_model(p, xs, board=board, name="m", out_dir=tmp_path / "fw")
+    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
     assert kernels_used((tmp_path / "fw" / "m.c").read_text()) == [fmt]
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
 

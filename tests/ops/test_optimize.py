@@ -22,9 +22,9 @@ def test_modes_on_ad01(models_dir):
     ad01 = models_dir / "ad01_int8.tflite"
     res = {m: compile_model(ad01, target="cortex-m4", name="m", optimize=m) for m in ("speed", "balanced", "size")}
     used = {m: kernels_used(r.files["m.c"]) for m, r in res.items()}
-    assert set(used["speed"]) == {"mix"}, used["speed"]
+    assert set(used["speed"]) == {"s16"}, used["speed"]
     assert used["balanced"][:4] == ["p556", "p4", "p4", "p4"], used["balanced"]
-    packed = {m: sum(k != "mix" for k in u) for m, u in used.items()}
+    packed = {m: sum(k in ("p4", "p556") for k in u) for m, u in used.items()}
     assert packed["size"] > packed["balanced"] > packed["speed"] == 0
     flash = {m: r.report["constant_bytes"] for m, r in res.items()}
     assert flash["size"] < flash["balanced"] < flash["speed"], flash
@@ -32,7 +32,7 @@ def test_modes_on_ad01(models_dir):
         assert r.report["optimize"] == m
         choices = [op["choice"] for op in r.report["ops"] if op["kind"] == "FULLY_CONNECTED"]
         assert len(choices) == 10 and all(c.startswith("weights ") for c in choices), choices
-    assert "int8: fewest instructions" in res["speed"].report["ops"][0]["choice"]
+    assert "int16: fewest instructions" in res["speed"].report["ops"][0]["choice"]
     ops = res["size"].report["ops"]
     assert "smallest: saves 1,912 B" in ops[7]["choice"], ops[7]["choice"]   # balanced: int8
     assert ops[4]["choice"].startswith("weights mix (int8: no packed format saves 1024 B")   # saves 40 B
@@ -55,8 +55,8 @@ def test_ad01_modes_bit_exact_host(models_dir, tmp_path, monkeypatch, mode):
 
 @pytest.mark.parametrize("mode", ["speed", "size"])
 def test_modes_on_cortex_m4(tmp_path, mode):
-    """A layer of mostly small weights: speed keeps it int8 (mixed rows), size packs it; both
-    bit-exact in QEMU."""
+    """A layer of mostly small weights: speed stores it sign-extended (int16), size packs it;
+    both bit-exact in QEMU."""
     w = engineered_weights(96, 200, seed=5, minus128=False)
     model = fc_weights_model(w, 2, "RELU", True)
     p = tmp_path / "m.tflite"
@@ -64,7 +64,7 @@ def test_modes_on_cortex_m4(tmp_path, mode):
     xs = [random_inputs([2, 200], "int8", 2, seed=9)]
     got, rep = run_model(p, xs, board="mps2-an386", name="m", out_dir=tmp_path / "fw", optimize=mode)
     used = kernels_used((tmp_path / "fw" / "m.c").read_text())
-    assert used == ["mix"] if mode == "speed" else used in (["p4"], ["p556"]), used
+    assert used == ["s16"] if mode == "speed" else used in (["p4"], ["p556"]), used
     assert f"--optimize {mode}" in (tmp_path / "fw" / "report.md").read_text()
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
 

@@ -1,0 +1,84 @@
+"""The shared int8 CONV_2D kernel unrolled per depth (eerie_conv_pair_s8_gG and, under
+--optimize speed, eerie_conv_pair_s8_gGw; helpers/gemm_dsp_g.c.j2): layers of at most
+UNROLL_MAX_GROUPS groups of 4 taps, no clamp beyond SSAT, an even channel count. vs TFLM on
+shapes that reach each part of it: one and several pairs of channels, 2 to 32 groups (the
+column offsets), odd pixel counts (the last pixel twice), batches > 1, strides, dilation,
+padding, per-channel and per-tensor requantization. Built for the host (the plain-C branch,
+which calls the general kernel, with UBSan and the source proof) and run on the real
+instructions in QEMU on the M4 (mps2-an386) and the M7 (mps2-an500)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import random_inputs, tflm_run
+from eerie_c.api import compile_model, run_model
+from eerie_c.kernels.conv import UNROLL_MAX_GROUPS
+from test_conv import conv_model
+from test_conv_pair_dsp import _speed
+from test_dsp_kernels import check_dsp_target
+
+# in_shape, out_c, kernel, stride, padding, dilation, per_channel; groups = ceil(K / 4)
+SHAPES = {
+    "pw-K64-odd-pixels": ((1, 5, 3, 64), 10, (1, 1), (1, 1), "SAME", (1, 1), True),      # 16
+    "k3-K36-s2-batch2": ((2, 5, 7, 4), 6, (3, 3), (2, 2), "SAME", (1, 1), True),         # 9
+    "k3-K27-dil2-valid": ((1, 7, 6, 3), 8, (3, 3), (1, 1), "VALID", (2, 2), False),      # 7
+    "k2x3-K60-s1x2-pad": ((1, 4, 5, 10), 4, (2, 3), (1, 2), "SAME", (1, 1), True),       # 15
+    "pw-K16-one-pair": ((1, 3, 3, 16), 2, (1, 1), (1, 1), "SAME", (1, 1), False),        # 4
+    "pw-K128-odd-pixels": ((1, 3, 5, 128), 6, (1, 1), (1, 1), "SAME", (1, 1), True),    # 32
+    "pw-K8-batch3-s2": ((3, 5, 4, 8), 6, (1, 1), (2, 2), "VALID", (1, 1), True),         # 2
+}
+
+
+def _model(case):
+    in_shape, out_c, k, stride, padding, dil, pc = SHAPES[case]
+    return in_shape, conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="NONE",
+                                per_channel=pc, seed=5)
+
+
+def _groups(case) -> int:
+    in_shape, _, k, *_ = SHAPES[case]
+    return -(-k[0] * k[1] * in_shape[3] // 4)
+
+
+def _called(code: str, case, wide: bool) -> None:
+    g = _groups(case)
+    assert g <= UNROLL_MAX_GROUPS
+    assert re.search(rf"eerie_conv_pair_s8_g{g}{'w' if wide else ''}\(ca,", code), \
+        "the unrolled kernel is the one under test"
+    assert f"static void eerie_conv_pair_s8_g{g}{'w' if wide else ''}(" in code
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_unrolled_host(tmp_path, case):
+    in_shape, model = _model(case)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    _called(compile_model(src, target="cortex-m4", name="m").files["m.c"], case, False)
+    check_dsp_target(tmp_path, model, in_shape)
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_unrolled_wide_host(tmp_path, monkeypatch, case):
+    in_shape, model = _model(case)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    _called(compile_model(src, target="cortex-m4", name="m", optimize="speed").files["m.c"], case, True)
+    _speed(monkeypatch)
+    check_dsp_target(tmp_path, model, in_shape)
+
+
+@pytest.mark.parametrize("optimize", ["balanced", "speed"])
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_unrolled_qemu(tmp_path, case, board, optimize):
+    in_shape, model = _model(case)
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    xs = [random_inputs(list(in_shape), "int8", 2, seed=11)]
+    got, rep = run_model(p, xs, board=board, optimize=optimize, out_dir=tmp_path / "fw", name="m")
+    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
+    _called((tmp_path / "fw" / "m.c").read_text(), case, optimize == "speed")
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
