@@ -68,6 +68,14 @@ def _stage(res):
     return op.attrs["patch"]
 
 
+def _set_region(s, tile: int, layer: int, change):
+    """Corrupt one region of the plan: tile `tile`'s output region of layer `layer` becomes
+    change(y0, x0, rows, cols)."""
+    tiles = [list(t) for t in s.tiles]
+    tiles[tile][layer] = change(*tiles[tile][layer])
+    s.tiles = tiles
+
+
 def _rejects(res, steps, words):
     with pytest.raises(CompilerBug) as e:
         prove_patches(res.graph, res.extra["plan"], steps)
@@ -93,10 +101,7 @@ def test_skip_halo_too_small(models_dir):
     # layer 0 computes fewer rows than the ADD reads as its skip
     res, steps = _resnet(models_dir, (3, (4, 1)))
     s = _stage(res)
-    tiles = [list(t) for t in s.tiles]
-    y0, x0, rows, cols = tiles[1][0]
-    tiles[1][0] = (y0 + 3, x0, rows - 3, cols)
-    s.tiles = tiles
+    _set_region(s, 1, 0, lambda y0, x0, rows, cols: (y0 + 3, x0, rows - 3, cols))
     _rejects(res, steps, "wrote only rows")
 
 
@@ -119,10 +124,7 @@ def test_kernel_scratch_over_a_live_buffer(models_dir):
 def test_band_region_not_all_columns(models_dir):
     res, steps = _resnet(models_dir, (3, (4, 1)))
     s = _stage(res)
-    tiles = [list(t) for t in s.tiles]
-    y0, x0, rows, cols = tiles[0][1]
-    tiles[0][1] = (y0, x0, rows, cols - 1)
-    s.tiles = tiles
+    _set_region(s, 0, 1, lambda y0, x0, rows, cols: (y0, x0, rows, cols - 1))
     _rejects(res, steps, "not all")
 
 
