@@ -11,7 +11,7 @@ import pytest
 
 from conftest import random_inputs, tflm_run
 from eerie_c.api import compile_model, run_model
-from test_dsp_kernels import check_dsp_target
+from test_dsp_kernels import check_dsp_board, check_dsp_target
 from test_inplace_conv_add import Block, downsample_block, identity_block
 
 
@@ -46,12 +46,7 @@ def test_fast_add_host(tmp_path, case):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fast_add_qemu(tmp_path, case, board):
     model, shape = CASES[case]()
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    xs = [random_inputs(shape, "int8", 2, seed=5)]
-    got, rep = run_model(p, xs, board=board)
-    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
-    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    check_dsp_board(tmp_path, model, shape, board, seed=5)
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
-from conftest import random_inputs, tflm_run
-from eerie_c.api import compile_model, run_model
+from eerie_c.api import compile_model
 from eerie_c.kernels.conv import UNROLL_MAX_GROUPS
 from test_conv import conv_model
 from test_conv_pair_dsp import _speed
-from test_dsp_kernels import check_dsp_target
+from test_dsp_kernels import check_dsp_board, check_dsp_target
 
 # in_shape, out_c, kernel, stride, padding, dilation, per_channel; groups = ceil(K / 4)
 SHAPES = {
@@ -75,10 +73,5 @@ def test_unrolled_wide_host(tmp_path, monkeypatch, case):
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_unrolled_qemu(tmp_path, case, board, optimize):
     in_shape, model = _model(case)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    xs = [random_inputs(list(in_shape), "int8", 2, seed=11)]
-    got, rep = run_model(p, xs, board=board, optimize=optimize, out_dir=tmp_path / "fw", name="m")
-    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
-    _called((tmp_path / "fw" / "m.c").read_text(), case, optimize == "speed")
-    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    _called(check_dsp_board(tmp_path, model, in_shape, board, seed=11, optimize=optimize), case,
+            optimize == "speed")

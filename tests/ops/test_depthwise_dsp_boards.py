@@ -13,7 +13,7 @@ import pytest
 from conftest import random_inputs, tflm_run
 from eerie_c.api import compile_model, run_model
 from test_depthwise import dw_model
-from test_dsp_kernels import check_dsp_target
+from test_dsp_kernels import check_dsp_board, check_dsp_target
 
 # in_shape, kernel, stride, padding, dilation, act, per_channel (stride 1: the rows kernel,
 # but 3x3 undilated with no clamp beyond SSAT: the pairs kernel, test_depthwise_pairs.py;
@@ -54,12 +54,7 @@ def test_depthwise_table_host(tmp_path, case):
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_depthwise_table_qemu(tmp_path, case, board):
     in_shape, model = _model(case)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    xs = [random_inputs(list(in_shape), "int8", 2, seed=4)]
-    got, rep = run_model(p, xs, board=board)
-    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
-    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    check_dsp_board(tmp_path, model, in_shape, board, seed=4)
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])

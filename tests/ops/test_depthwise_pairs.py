@@ -7,13 +7,11 @@ UBSan, the source proof) and on the real instructions in QEMU on the M4 (mps2-an
 M7 (mps2-an500)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from conftest import random_inputs, tflm_run
-from eerie_c.api import compile_model, run_model
+from eerie_c.api import compile_model
 from test_depthwise import dw_model
-from test_dsp_kernels import check_dsp_target
+from test_dsp_kernels import check_dsp_board, check_dsp_target
 
 # in_shape, padding, per_channel, input zero point
 SHAPES = {
@@ -49,10 +47,4 @@ def test_depthwise_pairs_host(tmp_path, case):
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_depthwise_pairs_qemu(tmp_path, case, board):
     in_shape, model = _model(case)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    xs = [random_inputs(list(in_shape), "int8", 2, seed=9)]
-    got, rep = run_model(p, xs, board=board, out_dir=tmp_path / "fw", name="m")
-    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
-    _is_pairs((tmp_path / "fw" / "m.c").read_text())
-    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    _is_pairs(check_dsp_board(tmp_path, model, in_shape, board, seed=9))

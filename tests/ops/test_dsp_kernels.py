@@ -72,6 +72,22 @@ def check_dsp_target(tmp_path, model: bytes, shape, n=3, seed=1, need_dsp=True):
         np.testing.assert_array_equal(g, r)
 
 
+
+DSP_BOARDS = {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}   # board -> its DSP target
+
+
+def check_dsp_board(tmp_path, model: bytes, shape, board: str, seed: int, n: int = 2, **kw) -> str:
+    """`model` on a DSP board in QEMU (kw: run_model's, e.g. optimize): the board's core, and
+    outputs bit-exact with TFLM on n random records. Returns the generated m.c, for the
+    caller's check of which kernel ran."""
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    xs = [random_inputs(list(shape), "int8", n, seed=seed)]
+    got, rep = run_model(p, xs, board=board, out_dir=tmp_path / "fw", name="m", **kw)
+    assert rep["target"] == DSP_BOARDS[board]
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    return (tmp_path / "fw" / "m.c").read_text()
+
 CONV_GEOMETRIES = [
     # in_shape, out_c, kernel, stride, padding, dilation
     ((1, 7, 9, 3), 5, (3, 3), (1, 1), "SAME", (1, 1)),     # K = 27: padded taps, odd out_c

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from conftest import random_inputs, tflm_run
-from eerie_c.api import compile_model, run_model
+from eerie_c.api import compile_model
 from eerie_c.kernels import _fc_formats, _fc_pack
 from tflite_builder import ACT, ModelBuilder
 
-from test_dsp_kernels import dsp_target_run
+from test_dsp_kernels import check_dsp_board, dsp_target_run
 
 FORMATS = ["s8", "mix", "p4", "p556", "s16"]
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
@@ -107,13 +107,7 @@ def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
     w = engineered_weights(units, depth, seed=units, minus128=fmt != "mix")
     model = fc_weights_model(w, batches, act, per_channel)
     monkeypatch.setattr(_fc_formats, "FORCE", fmt)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    xs = [random_inputs([batches, depth], "int8", 3, seed=4)]
-    got, rep = run_model(p, xs, board=board, name="m", out_dir=tmp_path / "fw")
-    assert rep["target"] == {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7"}[board]
-    assert kernels_used((tmp_path / "fw" / "m.c").read_text()) == [fmt]
-    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])
+    assert kernels_used(check_dsp_board(tmp_path, model, [batches, depth], board, seed=4, n=3)) == [fmt]
 
 
 def decode(enc: dict, units: int, depth: int) -> np.ndarray:
