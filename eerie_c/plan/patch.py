@@ -80,6 +80,9 @@ class PatchPlan:
     # a later tile still reads (out_shift below). Used when the input lives in the arena and
     # nothing after the stage reads it (plan/lifetimes.py, "shift" layout).
     shift: int | None = None
+    # Row-band input (plan/patch_rows.py RowBands): the stage input is a ring of rows at the
+    # start of the scratch block instead of a whole tensor; None: the whole input.
+    rows: object = None
 
     @property
     def extra_macs(self) -> int:

@@ -45,12 +45,13 @@ def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> d
 
 def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
                    max_recompute: float, total_macs: int, forced=None, growth=None,
-                   est_before: int | None = None) -> tuple[PatchPlan | None, dict]:
+                   est_before: int | None = None, adapt=None) -> tuple[PatchPlan | None, dict]:
     """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
     layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
     to use exactly that stage whatever it costs (tests, experiments). growth(plan): the
     estimated instruction growth in percent of est_before, the model's estimate layer by layer
-    (None for a target without an estimate)."""
+    (None for a target without an estimate). adapt(plan): the candidate as it will run
+    (plan/patch_rows.py with_rows: a ring of input rows in its scratch), before planning."""
     tried, refused = [], []
     best = None
     if forced is not None:
@@ -62,6 +63,8 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
     else:
         cands, refused = candidates(g, total_macs, max_recompute, growth)
+    if adapt is not None:
+        cands = [adapt(c) for c in cands]
     for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)
