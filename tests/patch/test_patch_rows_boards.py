@@ -1,5 +1,5 @@
 """Row-band input on the emulated M4 (mps2-an386), against TFLM: the firmware harness reads each
-record band by band (EERIE_BAND_ROWS = 4 rows, like a camera's DMA) into one band buffer and
+record row by row (EERIE_BAND_ROWS = 1, a camera's line event) into one row buffer and
 pushes it with NAME_input_rows, so the image never sits whole in RAM; the harness fails the run
 when a push before the last row returns 1 or the last one does not. RAM is measured, not
 asserted against a target (bench/compare_patches.py); only that it is below the whole-image run."""
