@@ -69,7 +69,7 @@ ROW_BOARDS = ("mps2-an386",)   # issue 19's row-band target is on the M4
 
 
 def row_band_rows(args, boards, models, rows) -> list[dict]:
-    """--input rows on the M4 for each model with a stage: at the bound above and at a larger
+    """--input-rows on the M4 for each model with a stage: at the bound above and at a larger
     one (--rows-recompute), next to the same model layer by layer and with the whole image."""
     out = []
     for board in [b for b in boards if b in ROW_BOARDS]:
@@ -82,13 +82,13 @@ def row_band_rows(args, boards, models, rows) -> list[dict]:
                 r = measure(model, board, args.inputs, args.seed, "auto", pct, input_mode="rows")
                 r.update(pct=pct, off_row=off, whole_row=auto)
                 out.append(r)
-                print(f"{r['model']} on {board}, --input rows, bound {pct:g}%: RAM {r['ram']:,} B, "
+                print(f"{r['model']} on {board}, --input-rows, bound {pct:g}%: RAM {r['ram']:,} B, "
                       f"{r['instructions']:,} instructions, exact={r['exact']}", file=sys.stderr)
     return out
 
 
 def rows_table(rows: list[dict]) -> str:
-    out = ["## Row-band input (`--input rows`)", "",
+    out = ["## Row-band input (`--input-rows`)", "",
            "| model | board | bound | RAM B off | RAM B auto, whole image | RAM B rows | ratio to off | "
            "arena B | ring B (image B) | instructions | ratio to off | est. ratio | "
            "stage: layers, grid | bit-exact |",
@@ -106,7 +106,7 @@ def rows_table(rows: list[dict]) -> str:
 
 
 ROWS_NOTES = """
-`--input rows`: the firmware harness reads each record row by row (a camera's line event) into
+`--input-rows`: the firmware harness reads each record row by row (a camera's line event) into
 one row buffer in .bss and pushes it with NAME_input_rows; that buffer is counted in RAM (288 B
 for vww_96_int8), the whole image is never in RAM.
 The ring of input rows lives in the arena (the stage's scratch). Instructions are those of the

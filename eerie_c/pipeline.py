@@ -19,7 +19,7 @@ from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
 from .plan.patch_choice import choose_patches, collapse, placed_overlap
 from .plan.patch_proof import prove_patches
-from .plan.patch_rows import MODES as ROW_MODES, check_graph as check_rows_graph, summary as rows_summary, with_rows
+from .plan.patch_rows import MAX_GRID_ROWS, MODES as ROW_MODES, check_graph as check_rows_graph, summary as rows_summary, with_rows
 from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
@@ -63,10 +63,10 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if not 0 <= max_recompute <= 1000:
         raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
     if input_mode not in ROW_MODES:
-        raise EerieError(f"--input must be one of {', '.join(ROW_MODES)}, not {input_mode!r}")
+        raise EerieError(f"input_mode must be one of {', '.join(ROW_MODES)}, not {input_mode!r}")
     rows = input_mode == "rows"
     if rows and patch == "off":
-        raise EerieError("--input rows needs a patch stage: use it with --patch auto")
+        raise EerieError("--input-rows needs a patch stage: use it with --patch auto")
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
@@ -87,9 +87,10 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
             growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
                                              int(sum(low.macs for low in lowered)), forced,
-                                             growth, est_before, adapt=with_rows if rows else None)
+                                             growth, est_before, adapt=with_rows if rows else None,
+                                             **({"max_grid": MAX_GRID_ROWS} if rows else {}))
             if rows and chosen is None:
-                raise EerieError("--input rows: no patch stage was chosen for this model ("
+                raise EerieError("--input-rows: no patch stage was chosen for this model ("
                                  + ("none beats the layer-by-layer arena" if patching["candidates"]
                                     else "no prefix fits --max-recompute") + "), so rows cannot stream")
             if chosen is not None:   # the prefix becomes one op, lowered and planned again

@@ -203,21 +203,24 @@ def out_shift(layers: list[Layer], tiles) -> int:
     return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
-def candidates(g, total_macs: int, max_recompute: float, growth=None) -> tuple[list[PatchPlan], list[dict]]:
+def candidates(g, total_macs: int, max_recompute: float, growth=None, adapt=None,
+               max_grid: int = MAX_GRID) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
     compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
     instruction growth of the whole model in percent (pipeline, estimate.py), or where that is
     None (no estimate for the target) the halo recomputation's extra MACs in percent of the
     model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
-    the M3 / RISC-V, estimate.py). Returns (those plans, per prefix length without one: the cheapest grid refused)."""
+    the M3 / RISC-V, estimate.py). adapt(plan): the plan as it will run (a ring of input rows,
+    plan/patch_rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
+    axis tried. Returns (those plans, per prefix length without one: the cheapest grid refused)."""
     ops, layers = chain_prefix(g)
     out, refused = [], []
     for n in range(2, len(ops) + 1):
         best = cheapest = None
         last = layers[n - 1]
-        for gy in range(1, min(MAX_GRID, last.out_h) + 1):
-            for gx in range(1, min(MAX_GRID, last.out_w) + 1):
+        for gy in range(1, min(max_grid, last.out_h) + 1):
+            for gx in range(1, min(max_grid, last.out_w) + 1):
                 if gy * gx == 1:
                     continue
                 p = make_plan(ops[:n], layers[:n], (gy, gx))
@@ -228,6 +231,8 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None) -> tuple[l
                     if cheapest is None or cost < cheapest[0]:
                         cheapest = (cost, p, mac_pct, est)
                     continue
+                if adapt is not None:
+                    p = adapt(p)
                 key = (p.scratch_bytes, gy * gx, gy)
                 if best is None or key < best[0]:
                     best = (key, p)
@@ -240,7 +245,7 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None) -> tuple[l
             refused.append({"layers": n, "grid": list(p.grid), "extra_macs_percent": round(mac_pct, 2),
                             "est_growth_percent": None if est is None else round(est, 2),
                             "reason": f"{what} > bound {max_recompute}% with every grid up to "
-                                      f"{MAX_GRID}x{MAX_GRID} (the cheapest shown)"})
+                                      f"{max_grid}x{max_grid} (the cheapest shown)"})
     return out, refused
 
 

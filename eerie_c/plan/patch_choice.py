@@ -17,7 +17,7 @@ import copy
 from ..ir import Op
 from .arena import Plan, plan_memory
 from ..errors import EerieError
-from .patch import PatchPlan, candidates, chain_prefix, make_plan, summary
+from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, make_plan, summary
 
 STAGE = "PATCH_STAGE"
 
@@ -45,7 +45,8 @@ def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> d
 
 def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
                    max_recompute: float, total_macs: int, forced=None, growth=None,
-                   est_before: int | None = None, adapt=None) -> tuple[PatchPlan | None, dict]:
+                   est_before: int | None = None, adapt=None,
+                   max_grid: int = MAX_GRID) -> tuple[PatchPlan | None, dict]:
     """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
     layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
     to use exactly that stage whatever it costs (tests, experiments). growth(plan): the
@@ -61,10 +62,10 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
             raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
                              f"layers that can run in patches")
         cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
-    else:
-        cands, refused = candidates(g, total_macs, max_recompute, growth)
-    if adapt is not None:
-        cands = [adapt(c) for c in cands]
+        if adapt is not None:
+            cands = [adapt(c) for c in cands]
+    else:   # candidates() adapts them itself
+        cands, refused = candidates(g, total_macs, max_recompute, growth, adapt, max_grid)
     for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)

@@ -1,4 +1,4 @@
-"""Row-band input (`--input rows`): the image arrives row by row and never exists whole in RAM.
+"""Row-band input (`--input-rows`): the image arrives row by row and never exists whole in RAM.
 
 A camera delivers rows, top to bottom, once each. With a patch stage (plan/patch.py) the first
 layer only ever reads the input rows of the current row of tiles: the tiles run row-major over
@@ -29,6 +29,9 @@ from ..errors import EerieError
 from .patch import ALIGN, PatchPlan, _align
 
 MODES = ("whole", "rows")
+# Tiles per axis the planner tries with row-band input: a grid row of one output row keeps the
+# ring at the receptive field's height, so finer grids than plan/patch.py's MAX_GRID pay off.
+MAX_GRID_ROWS = 12
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,11 @@ def with_rows(stage: PatchPlan) -> PatchPlan:
 def check_graph(g) -> None:
     """Row-band input needs one int8 image input read by the first op only (the stage)."""
     if len(g.inputs) != 1:
-        raise EerieError(f"--input rows: the model has {len(g.inputs)} inputs; row bands need exactly one")
+        raise EerieError(f"--input-rows: the model has {len(g.inputs)} inputs; row bands need exactly one")
     tid = g.inputs[0]
     readers = g.readers().get(tid, [])
     if len(readers) != 1 or not g.ops or g.ops[0].inputs[:1] != [tid] or tid in g.outputs:
-        raise EerieError("--input rows: the model's input must be read by its first layer only")
+        raise EerieError("--input-rows: the model's input must be read by its first layer only")
 
 
 def summary(stage: PatchPlan) -> dict:
@@ -98,4 +101,4 @@ def describe(info: dict) -> str:
             f"pushed in order with NAME_input_rows; each row is copied once)")
 
 
-__all__ = ["ALIGN", "MODES", "RowBands", "check_graph", "describe", "row_spans", "summary", "with_rows"]
+__all__ = ["ALIGN", "MAX_GRID_ROWS", "MODES", "RowBands", "check_graph", "describe", "row_spans", "summary", "with_rows"]

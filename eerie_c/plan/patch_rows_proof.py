@@ -1,4 +1,4 @@
-"""Independent check of a patch stage's ring of input rows (plan/patch_rows.py, --input rows).
+"""Independent check of a patch stage's ring of input rows (plan/patch_rows.py, --input-rows).
 
 The generated NAME_input_rows (templates/model_rows.c.j2) keeps the ring as described there.
 This simulates that very protocol row by row, with what each ring row holds (which image row),

@@ -1,8 +1,8 @@
-"""Row-band input (--input rows, plan/patch_rows.py) against TFLM: the image pushed row by row
+"""Row-band input (--input-rows, plan/patch_rows.py) against TFLM: the image pushed row by row
 (NAME_input_rows) into a ring of input rows must give the very bytes TFLM gives, for bands of
 any size (1 row, uneven bands, the whole image at once through NAME_invoke), odd heights,
 strides, SAME / VALID padding and dilation; the ring protocol's proof rejects corrupted rings;
-the CLI refuses --input rows without a patch stage in one line."""
+the CLI refuses --input-rows without a patch stage in one line."""
 import dataclasses
 import subprocess
 
@@ -156,10 +156,10 @@ def test_rows_needs_a_patch_stage(tmp_path, capsys):
     shape = (1, 19, 23, 3)
     p = tmp_path / "m.tflite"
     p.write_bytes(chain_model(shape, MOBILENET, seed=3))
-    with pytest.raises(EerieError, match="--input rows needs a patch stage"):
+    with pytest.raises(EerieError, match="--input-rows needs a patch stage"):
         compile_model(p, name="m", input_mode="rows")
-    rc = main([str(p), "-o", str(tmp_path / "o"), "--input", "rows"])
+    rc = main([str(p), "-o", str(tmp_path / "o"), "--input-rows"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc != 0 and len(err) == 1 and "--input rows needs a patch stage" in err[0]
+    assert rc != 0 and len(err) == 1 and "--input-rows needs a patch stage" in err[0]
     with pytest.raises(EerieError, match="no patch stage was chosen"):
         compile_model(p, name="m", patch="auto", max_recompute=0, input_mode="rows")
