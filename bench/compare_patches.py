@@ -111,9 +111,10 @@ one row buffer in .bss and pushes it with NAME_input_rows; that buffer is counte
 for vww_96_int8), the whole image is never in RAM.
 The ring of input rows lives in the arena (the stage's scratch). Instructions are those of the
 NAME_input_rows calls only (the harness's file reads between them are not counted). `bound` is
---max-recompute: at the default 20% the planner keeps the 4-layer stage, whose output is
-followed by layers that need 27,648 B layer by layer; reaching below that needs an 8-layer
-stage, which only a larger bound admits (docs/patches.md).
+--max-recompute (the rows at 120% are bench/compare_tflm.py --rows-recompute 120): at the
+default 20% the planner keeps a 4-layer stage, after which vww's 24x24x32 depthwise layer needs
+25,088 B layer by layer; going lower takes an 8-layer stage (through the second stride-2
+depthwise), which costs about twice the instructions (docs/patches.md).
 """
 
 
