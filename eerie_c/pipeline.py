@@ -77,6 +77,8 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         # inputs_in_arena: the inputs get arena slots (NAME_inputK_buffer()), not caller
         # buffers; not for a dynamic batch, whose arena holds one sample
         if rows:
+            if getattr(g, "dynamic_batch", None) or getattr(g, "dynamic_dims", None) is not None:
+                raise EerieError("--input-rows needs fixed input sizes (no dynamic batch or dimensions)")
             check_rows_graph(g)
         in_arena = bool(inputs_in_arena and not rows and not getattr(g, "dynamic_batch", None)
                         and getattr(g, "dynamic_dims", None) is None)
