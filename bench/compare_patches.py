@@ -123,12 +123,9 @@ RAM = data + bss + measured stack high-water, as in results.md; instructions per
 (QEMU -icount shift=0). `auto` lets the planner choose the prefix and the grid that minimise the
 arena while the model's estimated instructions grow by at most {pct:g}% (eerie-c --patch auto
 --max-recompute {pct:g}; est. ratio is that compile-time estimate, eerie_c/estimate.py) and
-the recomputed halos add at most {pct:g}% MACs: the stage runs its own per-tile kernels (SMLAD
-on DSP cores, no Helium, about 3.4 instructions per MAC), which cost more than the
-layer-by-layer kernels, far more on the M55, where no stage fits the bound. The person
-detector is issue 19's MobileNet v1 0.25 at 96x96 grey (random weights, --person-detect); its
-layers after the stage measure far fewer instructions than estimated, so its measured growth
-can exceed the estimated one (docs/patches.md).
+the recomputed halos add at most {pct:g}% MACs. A grid of N x 1 row bands runs each layer's own
+kernel over the band (Helium on the M55, the DSP kernels on the M4; it also carries
+pretrainedResnet's first residual block, CONV_2D_ADD included); other grids run the per-tile C
+(SMLAD on DSP cores). The person detector is issue 19's MobileNet v1 0.25 at 96x96 grey (random
+weights, --person-detect). docs/patches.md explains the choices and the estimate.
 """
-
-

@@ -24,7 +24,7 @@ from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
-from .estimate import add_estimates, stage_growth
+from .estimate import add_estimates, band_work, stage_features, stage_growth
 from .progress import stage
 from .dynamic_io import dynamic_firmware, note_dynamic
 from .names import check_sources, merge_files, model_name
@@ -177,7 +177,12 @@ def _op_report(g, low, plan, step):
                 "dtype": g.t(tid).dtype,
                 "storage": p.base if p.base == "arena" else f"{p.base}{p.index}", "offset": p.offset}
     scratch = plan.scratch.get(low.fn_name) if low.scratch_bytes else None
-    return {"index": low.op.index, "step": step, "kind": low.op.kind, "name": low.op.name.split(";")[0],
+    extra = {}
+    if low.op.kind == "PATCH_STAGE":   # its estimate counts the per-tile work (estimate.py)
+        stage = low.op.attrs["patch"]
+        extra["stage_bands" if stage.bands else "stage_features"] = (
+            band_work(stage) if stage.bands else stage_features(stage))
+    return {**extra, "index": low.op.index, "step": step, "kind": low.op.kind, "name": low.op.name.split(";")[0],
             "function": low.fn_name, "macs": low.macs, "weight_bytes": low.const_bytes,
             "inputs": [where(t) for t in low.inputs], "outputs": [where(t) for t in low.outputs],
             "scratch_bytes": low.scratch_bytes,

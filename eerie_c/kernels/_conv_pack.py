@@ -6,14 +6,17 @@ its int8 weight row (kp bytes) and 16 bytes of requantization (folded bias, mult
 rshift as int32 each). Size mode may replace it with:
 
 * "rq":     the same int8 weight rows, and per channel only 9 bytes: folded bias and
-            multiplier (int32) and one byte meta = (bits - 1) | rshift << 3. radd follows from
-            rshift and the output zero point (folded in, as the shared kernel requires), except
-            for channels with multiplier 0 (dead or constant outputs, see _dsp.py), whose output
-            is (radd >> 1) whatever the accumulator: they store (radd - 1) / 2 in the bias slot.
+            multiplier (int32) and one byte meta = (bits - 1) | rshift << 3 (rshift >= 1, so
+            meta >= 8). radd follows from rshift and the output zero point (folded in, as the
+            shared kernel requires), except for channels with multiplier 0 (dead or constant
+            outputs, see _dsp.py), whose output is (radd >> 1) whatever the accumulator: they
+            store (radd - 1) / 2 in the bias slot and meta 0 (the unpacker uses rshift 1).
             helpers/conv_pack.c.j2 (eerie_conv_unpack_rq) expands the 16-byte rows into scratch
             once per call; the weights are read from flash as before, the loops are unchanged.
 * "packed": also the weights of each channel in the fewest bits that hold its values (two's
-            complement, `bits` 1..8 in meta; all-zero rows take 1 bit), as an LSB-first bit
+            complement, `bits` 1..8 in meta; multiplier-0 channels none at all: their weights
+            cannot change their output, and vww's later layers are mostly such dead channels,
+            zeroed at compile time by _dsp.zero_channels), as an LSB-first bit
             stream, each row starting on a byte. The rows are unpacked in blocks of channels
             into scratch (eerie_conv_unpack_w, the layout eerie_conv_pair_s8 reads), then every
             pixel pair runs the shared kernel over the block (kernels/conv2d_s8_packed.c.j2), so
@@ -39,7 +42,8 @@ BLOCK_BYTES = 4096     # unpacked weights + requantization rows of one block of 
 CODE_RQ = 24           # the unpack call before the layer's loops
 CODE_PACKED = 120      # the block loop and the unpack calls
 MIN_SAVED = 64
-HELPER_CODE = {"eerie_conv_unpack_rq": 160, "eerie_conv_unpack_w": 256, "eerie_dw_unpack_rq": 136}
+HELPER_CODE = {"eerie_conv_unpack_rq": 160, "eerie_conv_unpack_w": 256, "eerie_dw_unpack_rq": 136,
+               "eerie_dw_unpack_w": 96}
 
 
 def unpaid_helpers(saved: dict[str, int]) -> frozenset[str]:
@@ -68,7 +72,8 @@ def bits_needed(rows: np.ndarray) -> np.ndarray:
 
 
 def pack_rows(rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """Row c's values in bits[c] bits each, LSB first, the row padded to whole bytes."""
+    """Row c's values in bits[c] bits each (0: none), LSB first, the row padded to whole
+    bytes."""
     out = []
     for row, b in zip(np.asarray(rows, np.int64), bits.tolist()):
         u = (row & ((1 << b) - 1)).astype(np.uint64)
@@ -83,6 +88,9 @@ def unpack_rows(data: np.ndarray, bits: np.ndarray, k: int) -> np.ndarray:
     """The inverse of pack_rows (what the C unpacker computes), for the encoder's self-check."""
     rows, pos = [], 0
     for b in bits.tolist():
+        if b == 0:
+            rows.append(np.zeros(k, np.int64))
+            continue
         n = (k * b + 7) // 8
         stream = np.unpackbits(data[pos:pos + n], bitorder="little")[:k * b].reshape(k, b)
         u = (stream.astype(np.int64) << np.arange(b)).sum(axis=1)
@@ -124,9 +132,10 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     bm = rq_arrays(fbias, mult, rshift, radd, out_zp)
     if bm is None:
         return None
-    bits = bits_needed(wflat)
+    const = np.asarray(mult, np.int64) == 0     # output independent of the weights
+    bits = np.where(const, 0, bits_needed(wflat))
     packed = pack_rows(wflat, bits)
-    if not np.array_equal(unpack_rows(packed, bits, k), np.asarray(wflat, np.int64)):
+    if not np.array_equal(unpack_rows(packed, bits, k), np.where(const[:, None], 0, wflat)):
         raise AssertionError("packed conv weights do not decode to the originals")
     default = ocp * kp + 16 * ocp
     sizes = {"rq": ocp * kp + 9 * out_c + CODE_RQ,
@@ -145,7 +154,7 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
     _credit(ctx, "eerie_conv_unpack_rq", default - sizes[fmt])
     if fmt == "packed":
         _credit(ctx, "eerie_conv_unpack_w", min(sizes.get("rq", default), default) - sizes[fmt])
-    meta = ((bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
+    meta = np.where(const, 0, (bits - 1) | (np.asarray(rshift, np.int64) << 3)).astype(np.uint8)
     v = dict(size_fmt=fmt, rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: weight bits "
                                               "- 1 | rshift << 3"),
              rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
@@ -157,18 +166,18 @@ def size_vars(ctx, wflat, fbias, values, k: int, kp: int, ocp: int, out_c: int, 
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
         v["weights"] = ctx.const(words, "int32_t", "weights", what_w + ", 4 taps per word")
         v["size_why"] = (f"weights int8, requantization 9 B per channel (size: {saved:,} B "
-                         f"less than 16 B per channel; packed weights would be "
-                         f"{packed.size:,} B)")
+                         f"saved; packed, the {out_c * k:,} weight bytes would take "
+                         f"{packed.size:,} B and the unpacking code)")
         return v
     bp = block_pairs(kp, ocp)
-    hist = np.bincount(bits, minlength=9)[1:]
+    hist = np.bincount(bits, minlength=9)
     # 4 zero bytes after the rows: the unpacker's last group of a row may read that far ahead
     v.update(packed=ctx.const(np.concatenate([packed, np.zeros(4, np.uint8)]), "uint8_t",
                               "weights_packed", what_w + ", row c in bits[c] bits per tap (two's "
                               "complement, LSB first, rows byte-aligned), 4 bytes of padding"),
              bp=bp, nblocks=-(-ocp // (2 * bp)))
     v["size_why"] = (f"weights packed {packed.size:,} B of {out_c * k:,} (bits per channel "
-                     + ", ".join(f"{b + 1}: {n}" for b, n in enumerate(hist.tolist()) if n)
+                     + ", ".join(f"{b}: {n}" for b, n in enumerate(hist.tolist()) if n)
                      + f"; size: {saved:,} B saved, unpacked in {v['nblocks']} block(s) of "
                      f"{2 * bp} channels)")
     return v
@@ -192,33 +201,51 @@ def size_lowering(v: dict) -> tuple[str, int, bool]:
     return body, scratch, v["nblocks"] == 1
 
 
-def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int) -> dict | None:
-    """--optimize size for the DSP depthwise kernels' requantization table (16 B per channel):
-    9 B per channel (meta = rshift << 3, bias and multiplier), expanded into scratch once per
-    call by eerie_dw_unpack_rq; None when that does not save MIN_SAVED bytes or the table's
-    radd is not the derived one."""
+def dw_size_vars(ctx, fbias, values, out_zp: int, channels: int, wk) -> dict | None:
+    """--optimize size for the DSP depthwise kernels' table path: the requantization table
+    (16 B per channel) from 9 B per channel (meta = rshift << 3, bias and multiplier), and the
+    weights, which the kernels read doubled and sign-extended to int16 (2 B per weight), as
+    the int8 originals [taps][channels]; both expanded into scratch once per call by
+    eerie_dw_unpack_rq and eerie_dw_unpack_w. None when that does not save MIN_SAVED bytes
+    or the table's radd is not the derived one. wk: [taps][channels] int8 (dead channels
+    zeroed)."""
     mult, rshift, radd, zp_after = values
-    saved = 7 * channels - CODE_RQ
-    if zp_after != 0 or saved < MIN_SAVED or "eerie_dw_unpack_rq" in ctx.size_off:
+    saved_rq = 7 * channels - CODE_RQ
+    if zp_after != 0 or saved_rq < MIN_SAVED or "eerie_dw_unpack_rq" in ctx.size_off:
         return None
     bm = rq_arrays(fbias, np.broadcast_to(mult, (channels,)), np.broadcast_to(rshift, (channels,)),
                    np.broadcast_to(radd, (channels,)), out_zp)
     if bm is None:
         return None
-    _credit(ctx, "eerie_dw_unpack_rq", saved)
-    meta = (np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
-    return dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3"),
-                rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
-                                "multiplier 0: the constant output), multiplier"),
-                rq_table="dwq", size_why=f"requantization 9 B per channel (size: "
-                                         f"{saved:,} B saved)")
+    _credit(ctx, "eerie_dw_unpack_rq", saved_rq)
+    meta = np.where(np.broadcast_to(mult, (channels,)) == 0, 0,
+                    np.broadcast_to(np.asarray(rshift, np.int64), (channels,)) << 3).astype(np.uint8)
+    v = dict(rq_meta=ctx.const(meta, "uint8_t", "meta", "per channel: rshift << 3 (0: multiplier 0)"),
+             rq_bm=ctx.const(bm, "int32_t", "bias_mult", "per channel: folded bias (for "
+                             "multiplier 0: the constant output), multiplier"),
+             rq_table="dwq", size_why=f"requantization 9 B per channel (size: {saved_rq:,} B saved)")
+    saved_w = wk.size - CODE_RQ
+    if saved_w >= MIN_SAVED and "eerie_dw_unpack_w" not in ctx.size_off:
+        _credit(ctx, "eerie_dw_unpack_w", saved_w)
+        v.update(wk8=ctx.const(np.asarray(wk, np.int8), "int8_t", "weights",
+                               "int8 weights [tap][channel]"), ntaps=wk.shape[0], wexp="dww")
+        v["size_why"] = (f"weights int8 (expanded at run time), requantization 9 B per channel "
+                         f"(size: {saved_rq + saved_w:,} B saved)")
+    return v
 
 
-def dw_size_preamble(v: dict, offset: int) -> str:
-    """The C lines before a size-mode depthwise layer's body: its table into scratch."""
-    return ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
-            f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
-            f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {v['in_c']}, {v['out_zp']}, dwq);\n")
+def dw_size_preamble(v: dict, offset: int) -> tuple[str, int]:
+    """The C lines before a size-mode depthwise layer's body (its table, and with wk8 its
+    weights, into scratch from offset) and the scratch bytes they take."""
+    c = v["in_c"]
+    out = ("/* --optimize size: requantization table expanded from 9 bytes per channel */\n"
+           f"int32_t *const dwq = (int32_t *)(scratch + {offset});\n"
+           f"eerie_dw_unpack_rq({v['rq_meta']}, {v['rq_bm']}, {c}, {v['out_zp']}, dwq);\n")
+    if not v.get("wk8"):
+        return out, 16 * c
+    return out + ("/* and the weights, doubled and sign-extended from int8 */\n"
+                  f"int32_t *const dww = (int32_t *)(scratch + {offset + 16 * c});\n"
+                  f"eerie_dw_unpack_w({v['wk8']}, {v['ntaps']}, {c}, dww);\n"), 16 * c + 2 * c * v["ntaps"]
 
 
 def rq_preamble(v: dict, offset: int) -> str:

@@ -34,7 +34,16 @@ def pointwise_inplace(win: Window, in_h: int, in_w: int, in_c: int, out_c: int) 
     the next unread input pixel starts (strides only move that further on). With out_c > in_c,
     stride 1 and as many output pixels N as input pixels, in0 sits at the tail of out0 ("end",
     at byte N*(out_c-in_c)): pixel p's output ends at out_c*(p+1), the next unread input pixel
-    starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later. Else False."""
+    starts at N*(out_c-in_c) + in_c*(p+1), and p+1 <= N makes the first no later. With
+    out_c > in_c and strides that skip input pixels (ResNet's 1x1 stride-2 shortcut), "start"
+    still holds when every pixel's output ends no later than the next output pixel's input
+    pixel starts, checked here pixel by pixel. Else False."""
     if out_c <= in_c:
         return "start"
-    return "end" if win.keeps_pixels(in_h, in_w) else False
+    if win.keeps_pixels(in_h, in_w):
+        return "end"
+    if win.out_h * win.out_w * out_c <= in_h * in_w * in_c and all(
+            out_c * q <= in_c * ((q // win.out_w) * win.sh * in_w + (q % win.out_w) * win.sw)
+            for q in range(1, win.out_h * win.out_w)):
+        return "start"
+    return False

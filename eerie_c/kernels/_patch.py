@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import CompilerBug
 from ..templating import render
 from . import Lowered, c_comment, c_ident
 from ._conv_rules import folded_bias
@@ -18,6 +19,7 @@ from ._dsp import acc_bound, fast_requant_consts, has_dsp
 from ._quant import activation_range_int, per_channel_multipliers
 from .conv import conv_operands, int8_requant_vars, op_what
 from .depthwise import dsp_weights
+from ._patch_tiles import applies as bands_apply, lower_bands
 
 
 def _layer_vars(op, g, ctx, lay) -> dict:
@@ -76,6 +78,10 @@ def _layer_vars(op, g, ctx, lay) -> dict:
 
 def lower_patch_stage(op, g, ctx) -> Lowered:
     stage = op.attrs["patch"]
+    if bands_apply(stage):   # row bands: each layer's own kernel per band (_patch_tiles.py)
+        return lower_bands(op, g, ctx, stage)
+    if any(s is not None for s in (stage.skips or [])):
+        raise CompilerBug("patch stage: a fused ADD outside row bands (plan/patch.py make_plan refuses it)")
     n = len(stage.layers)
     layers = []
     outer = ctx.layer

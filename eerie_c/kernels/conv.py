@@ -94,12 +94,15 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
                          f"dilation {dh}x{dw})")
     out_h = _out_size(padding, in_h, kh, sh, dh)
     out_w = _out_size(padding, in_w, kw, sw, dw)
+    band = a.get("tile_window")   # kernels/_patch_tiles.py: one row band of a patch stage,
+    if band is not None:          # whose padding is the image's only at the image's edges
+        out_h, out_w = out_shape[1], out_shape[2]
     if (out_h, out_w) != (out_shape[1], out_shape[2]) or out_h < 1 or out_w < 1:
         raise EerieError(f"{what}: output is {out_shape[1]}x{out_shape[2]} but {padding} padding "
                          f"with a {kh}x{kw} kernel, stride {sh}x{sw}, dilation {dh}x{dw} on a "
                          f"{in_h}x{in_w} input gives {out_h}x{out_w}")
-    pad_t = _pad_before(in_h, out_h, kh, sh, dh)
-    pad_l = _pad_before(in_w, out_w, kw, sw, dw)
+    pad_t = _pad_before(in_h, out_h, kh, sh, dh) if band is None else band["pad_t"]
+    pad_l = _pad_before(in_w, out_w, kw, sw, dw) if band is None else band["pad_l"]
     ylo, yhi = _interior_range(in_h, out_h, kh, sh, dh, pad_t)
     xlo, xhi = _interior_range(in_w, out_w, kw, sw, dw, pad_l)
     has_interior = yhi > ylo and xhi > xlo

@@ -82,12 +82,13 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what) -> dict:
         cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
                 for a in (2 * dfb, mult_, radd, rshift)]
         # --optimize size: the table from 9 bytes per channel, expanded in scratch (_conv_pack.py)
-        small = dw_size_vars(ctx, dfb, values, y.zero_point, in_c) if ctx.optimize == "size" else None
+        small = dw_size_vars(ctx, dfb, values, y.zero_point, in_c, wk) if ctx.optimize == "size" else None
         v.update(small or dict(rq_table=ctx.const(
             np.concatenate(cols, axis=1).astype(np.int32), "int32_t", "bias_requant",
             "per 4 channels: doubled folded bias, multiplier, radd, rshift (four of each)")))
-        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                 wexp=dsp_weights(ctx, wk, in_c, 2))
+        v.update(fast=True, table=True, per_channel=w.quant.per_channel, out_zp=y.zero_point)
+        if "wexp" not in v:
+            v["wexp"] = dsp_weights(ctx, wk, in_c, 2)
         v["act_min"], v["act_max"] = activation_range_int(act, y)
         return v
     v.update(table=False, wexp=dsp_weights(ctx, wk, in_c))
@@ -170,7 +171,8 @@ def lower_depthwise_conv2d(op, g, ctx):
         helpers = {"requant", "dsp"} if dsp else {"requant"}
         if v.get("rq_meta"):      # --optimize size: the table goes after the kernel's scratch
             offset = (scratch + 3) // 4 * 4
-            body, scratch = dw_size_preamble(v, offset) + body, offset + 16 * in_c
+            pre, extra = dw_size_preamble(v, offset)
+            body, scratch = pre + body, offset + extra
             helpers |= {"conv_pack"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,

@@ -117,8 +117,12 @@ def inplace_allowed(g: Graph, step: int, find, mode: str, groups: dict[str, list
         return False
     group_a, group_b = groups.get(ra, [ra]), groups.get(rb, [rb])
     users = set(g.inputs) | set(g.outputs)
-    if mode == "shift" and inputs_in_arena:
-        users = set(g.outputs)   # a graph input in the arena is an arena tensor like any other
+    if inputs_in_arena:
+        # a graph input in the arena is an arena tensor like any other: a patch stage may
+        # write its output over it, and a later op over that output's storage (such as a
+        # ResNet shortcut after a stage); only input 0 of an op that is no patch stage must
+        # not be one (plan/proof.py's rule)
+        users = set(g.outputs) | ({a} & set(g.inputs) if mode != "shift" else set())
     if any(t in users for t in group_a + group_b):
         return False
     if mode == "shift":

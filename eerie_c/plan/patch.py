@@ -23,8 +23,12 @@ from dataclasses import dataclass
 from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and padding, as the kernels use them
 
 ALIGN = 16
-KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+# CONV_2D_ADD (a convolution with its residual ADD fused, passes/fuse_conv_add.py) only in
+# row bands, whose layers run their own kernels (kernels/_patch_tiles.py); its skip input must
+# be an earlier layer's output in the stage, read at the layer's own output region
+KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
 MAX_GRID = 8        # tiles per axis the planner tries
+MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
 
 
@@ -49,7 +53,7 @@ class Layer:
 
     @property
     def macs_per_pixel(self) -> int:
-        per_tap = self.in_c if self.kind == "CONV_2D" else 1
+        per_tap = 1 if self.kind == "DEPTHWISE_CONV_2D" else self.in_c
         return self.out_c * self.kh * self.kw * per_tap
 
     def needs(self, region: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
@@ -83,6 +87,19 @@ class PatchPlan:
     # Row-band input (plan/patch_rows.py RowBands): the stage input is a ring of rows at the
     # start of the scratch block instead of a whole tensor; None: the whole input.
     rows: object = None
+    # Row bands (kernels/_patch_tiles.py): per layer, (offset, bytes) in the scratch block of
+    # its own kernel's scratch, in the gap between the two patch buffers live at that layer
+    # (the one it reads, the one it writes); None for the per-tile C, which needs none.
+    kernel_scratch: list[tuple[int, int]] | None = None
+    # per layer: the index in `tensors` of the skip input its fused ADD reads (CONV_2D_ADD),
+    # or None
+    skips: list[int | None] | None = None
+
+    @property
+    def bands(self) -> bool:
+        """Row bands (grid N x 1, every region all of its layer's columns): each layer then
+        runs its own kernel over the band (kernels/_patch_tiles.py), costed so (estimate.py)."""
+        return self.kernel_scratch is not None
 
     @property
     def extra_macs(self) -> int:
@@ -96,15 +113,24 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def main_input(op) -> str:
+    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input)."""
+    return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
+
+
 def layer_of(op, g) -> Layer | None:
     """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv or
     depthwise over a batch-1 NHWC tensor, or a padding this module does not know)."""
     if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
         return None
-    if len(op.inputs) < 2 or op.inputs[0] is None or op.inputs[1] is None:
+    xi = 1 if op.kind == "CONV_2D_ADD" else 0
+    if len(op.inputs) < xi + 2 or any(t is None for t in op.inputs[:xi + 2]):
         return None
-    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    x, w, y = g.t(op.inputs[xi]), g.t(op.inputs[xi + 1]), g.t(op.outputs[0])
     if x.dtype != "int8" or y.dtype != "int8" or w.dtype != "int8" or not w.is_const:
+        return None
+    if xi and ("conv_output" not in op.attrs or g.t(op.inputs[0]).dtype != "int8"
+               or tuple(g.t(op.inputs[0]).shape) != tuple(y.shape)):
         return None
     if len(x.shape) != 4 or len(y.shape) != 4 or x.shape[0] != 1 or y.shape[0] != 1:
         return None
@@ -127,23 +153,41 @@ def layer_of(op, g) -> Layer | None:
 
 
 def chain_prefix(g) -> tuple[list, list[Layer]]:
-    """The longest run of patchable ops from step 0 where each reads the previous one's output,
-    which nothing else reads and which is no graph output."""
+    """The longest run of patchable ops from step 0 where each slides over the previous one's
+    output, which is no graph output, and a fused ADD's skip input is an earlier one's output.
+    Which lengths may form a stage: closed() (the stage's intermediates read inside it only)."""
     ops, layers = [], []
-    readers = g.readers()
     for op in g.ops[:MAX_PREFIX]:
         lay = layer_of(op, g)
         if lay is None:
             break
         if ops:
             prev = ops[-1].outputs[0]
-            if op.inputs[0] != prev or len(readers.get(prev, [])) != 1 or prev in g.outputs:
+            if main_input(op) != prev or prev in g.outputs:
                 break
-        elif op.inputs[0] in g.outputs:
+        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD":
+            break
+        if op.kind == "CONV_2D_ADD" and op.inputs[0] not in [o.outputs[0] for o in ops]:
             break
         ops.append(op)
         layers.append(lay)
     return ops, layers
+
+
+def closed(g, ops) -> bool:
+    """Whether every intermediate of a stage of these ops (each output but the last) is read
+    by the stage's ops alone and is no graph output: its storage is per tile."""
+    readers = g.readers()
+    mine = {id(o) for o in ops}
+    return all(o.outputs[0] not in g.outputs and all(id(r) in mine for r in readers.get(o.outputs[0], []))
+               for o in ops[:-1])
+
+
+def skips_of(ops) -> list[int | None]:
+    """Per op: the index of its skip input among the stage's tensors (input, then each op's
+    output), or None."""
+    tensors = [ops[0].inputs[0]] + [o.outputs[0] for o in ops]
+    return [tensors.index(o.inputs[0]) if o.kind == "CONV_2D_ADD" else None for o in ops]
 
 
 def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -151,32 +195,63 @@ def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in zip(cuts, cuts[1:])]
 
 
-def tile_regions(layers: list[Layer], grid: tuple[int, int]) -> list[list[tuple[int, int, int, int]]]:
-    """Per tile (row-major over the grid), per layer: the output region that layer computes."""
-    last = layers[-1]
+def _union(a, b):
+    y0, x0 = min(a[0], b[0]), min(a[1], b[1])
+    return y0, x0, max(a[0] + a[2], b[0] + b[2]) - y0, max(a[1] + a[3], b[1] + b[3]) - x0
+
+
+def tile_regions(layers: list[Layer], grid: tuple[int, int], skips=None) -> list[list[tuple[int, int, int, int]]]:
+    """Per tile (row-major over the grid), per layer: the output region that layer computes:
+    what the next layer's windows need, and the output region of a later fused ADD that reads
+    it as its skip input."""
+    n, last = len(layers), layers[-1]
+    skips = skips or [None] * n
     tiles = []
     for y0, rows in _bounds(last.out_h, grid[0]):
         for x0, cols in _bounds(last.out_w, grid[1]):
-            regs = [(y0, x0, rows, cols)]
-            for lay in reversed(layers[1:]):
-                regs.append(lay.needs(regs[-1]))
-            tiles.append(regs[::-1])
+            regs = [None] * n
+            regs[-1] = (y0, x0, rows, cols)
+            for k in range(n - 1, 0, -1):   # layer k-1's output: read by layer k, and by skips
+                reg = layers[k].needs(regs[k])
+                for m in range(k, n):
+                    if skips[m] == k:
+                        reg = _union(reg, regs[m])
+                regs[k - 1] = reg
+            tiles.append(regs)
     return tiles
 
 
-def make_plan(ops, layers: list[Layer], grid: tuple[int, int]) -> PatchPlan:
+def make_plan(ops, layers: list[Layer], grid: tuple[int, int], kernel_scratch=None) -> PatchPlan | None:
+    """kernel_scratch: per layer, the scratch bytes of its layer-by-layer kernel, which its
+    kernel over a row band needs at most (kernels/_patch_tiles.py checks it). None when the
+    stage cannot run so: a fused ADD outside row bands, or three buffers live at once."""
+    n = len(layers)
     grid = (max(1, min(grid[0], layers[-1].out_h)), max(1, min(grid[1], layers[-1].out_w)))
-    tiles = tile_regions(layers, grid)
-    sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c)
-             for k in range(len(layers) - 1)]
-    pairs = [sizes[0]] + [a + b for a, b in zip(sizes, sizes[1:])]
-    total = max(pairs)
+    skips = skips_of(ops)
+    tiles = tile_regions(layers, grid, skips)
+    sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c) for k in range(n - 1)]
+    bands = grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w for t in tiles for r, lay in zip(t, layers))
+    if any(s is not None for s in skips) and not bands:
+        return None   # the per-tile C (kernels/_patch.py) has no fused ADD
+    inner = [_align(b) for b in (kernel_scratch or [0] * n)] if bands else [0] * n
+    # at layer k buffer j (layer j's output) is live from j to its last reader (layer j+1, or
+    # a later ADD reading it as its skip); even buffers start at 0, odd ones end at the
+    # block's end, so at most one of each may be live at once; a layer's kernel scratch goes
+    # between them
+    last = [max([j + 1] + [m for m in range(n) if skips[m] == j + 1]) for j in range(n - 1)]
+    live = [[j for j in range(n - 1) if j <= k <= last[j]] for k in range(n)]
+    if any(len({j % 2 for j in lv}) != len(lv) for lv in live):
+        return None
+    total = max(sum(sizes[j] for j in live[k]) + inner[k] for k in range(n))
     offsets = [0 if k % 2 == 0 else total - s for k, s in enumerate(sizes)]
+    ks = None
+    if bands:
+        ks = [(sum(sizes[j] for j in live[k] if j % 2 == 0), inner[k]) for k in range(n)]
     macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
-    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(len(layers)))
+    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
     return PatchPlan(list(ops), list(layers), tensors, grid, tiles, offsets, sizes, total, macs, patched,
-                     shift=out_shift(layers, tiles))
+                     shift=out_shift(layers, tiles), kernel_scratch=ks, skips=skips)
 
 
 def out_shift(layers: list[Layer], tiles) -> int:
@@ -203,27 +278,35 @@ def out_shift(layers: list[Layer], tiles) -> int:
     return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
-def candidates(g, total_macs: int, max_recompute: float, growth=None, adapt=None,
-               max_grid: int = MAX_GRID) -> tuple[list[PatchPlan], list[dict]]:
+def candidates(g, total_macs: int, max_recompute: float, growth=None,
+               kernel_scratch=None, adapt=None, max_grid: int = MAX_GRID) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
     compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
     instruction growth of the whole model in percent (pipeline, estimate.py), or where that is
     None (no estimate for the target) the halo recomputation's extra MACs in percent of the
     model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
-    the M3 / RISC-V, estimate.py). adapt(plan): the plan as it will run (a ring of input rows,
-    plan/patch_rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
-    axis tried. Returns (those plans, per prefix length without one: the cheapest grid refused)."""
+    the M3 / RISC-V, estimate.py). kernel_scratch: per layer of the prefix, its kernel's
+    scratch bytes (make_plan). adapt(plan): the plan as it will run (a ring of input rows,
+    plan/patch_rows.py; None: it cannot run so), whose scratch is what the grids are compared
+    by; max_grid: tiles per axis tried. Returns (those plans, per prefix length without one:
+    the cheapest grid refused)."""
     ops, layers = chain_prefix(g)
     out, refused = [], []
     for n in range(2, len(ops) + 1):
+        if not closed(g, ops[:n]):
+            continue
         best = cheapest = None
         last = layers[n - 1]
-        for gy in range(1, min(max_grid, last.out_h) + 1):
+        for gy in range(1, min(max(MAX_BANDS, max_grid), last.out_h) + 1):
             for gx in range(1, min(max_grid, last.out_w) + 1):
-                if gy * gx == 1:
+                if gy * gx == 1 or (gy > max_grid and gx > 1):
                     continue
-                p = make_plan(ops[:n], layers[:n], (gy, gx))
+                p = make_plan(ops[:n], layers[:n], (gy, gx), kernel_scratch[:n] if kernel_scratch else None)
+                if p is not None and adapt is not None:
+                    p = adapt(p)   # before the cost: row-band input changes how the stage runs
+                if p is None:
+                    continue
                 mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
                 est = growth(p) if growth is not None else None
                 cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs
@@ -231,8 +314,6 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, adapt=None
                     if cheapest is None or cost < cheapest[0]:
                         cheapest = (cost, p, mac_pct, est)
                     continue
-                if adapt is not None:
-                    p = adapt(p)
                 key = (p.scratch_bytes, gy * gx, gy)
                 if best is None or key < best[0]:
                     best = (key, p)

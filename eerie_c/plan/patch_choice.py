@@ -17,7 +17,7 @@ import copy
 from ..ir import Op
 from .arena import Plan, plan_memory
 from ..errors import EerieError
-from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, make_plan, summary
+from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
 
 STAGE = "PATCH_STAGE"
 
@@ -55,17 +55,26 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     (plan/patch_rows.py with_rows: a ring of input rows in its scratch), before planning."""
     tried, refused = [], []
     best = None
+    # the layers' own kernels' scratch, which they need over a row band too (make_plan)
+    ks = [scratch.get(k, ("", 0))[1] for k in range(len(g.ops))]
     if forced is not None:
         ops, layers = chain_prefix(g)
         n, grid = forced
-        if not 2 <= n <= len(ops):
+        if not 2 <= n <= len(ops) or not closed(g, ops[:n]):
             raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
-                             f"layers that can run in patches")
-        cands = [make_plan(ops[:n], layers[:n], tuple(grid))]
+                             f"layers that can run in patches (and whose intermediates are read "
+                             f"inside the stage alone)")
+        cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
+        if cands[0] is None:
+            raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid: its fused "
+                             f"ADD needs row bands (a grid N x 1)")
         if adapt is not None:
             cands = [adapt(c) for c in cands]
+            if cands[0] is None:
+                raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid cannot take "
+                                 f"row-band input (--input-rows works with the per-tile stage only)")
     else:   # candidates() adapts them itself
-        cands, refused = candidates(g, total_macs, max_recompute, growth, adapt, max_grid)
+        cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid)
     for cand in cands:
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)

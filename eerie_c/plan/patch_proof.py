@@ -15,7 +15,10 @@ tensor shapes), never from the planner's geometry:
     layer's window touches (clipped to the image: padding taps read no memory) are held by the
     buffer of the previous layer's output, written by this tile and not overwritten since, or
     come from the stage input; a layer never writes bytes that hold its own input;
-  * the tiles' final regions cover the stage output exactly once.
+  * the tiles' final regions cover the stage output exactly once;
+  * row bands (each layer's own kernel over the band, kernels/_patch_tiles.py): every region
+    spans all its layer's columns, and each layer's kernel scratch lies in the block, aligned,
+    clear of the patch buffer it reads and the one it writes for the tile.
 """
 from __future__ import annotations
 
@@ -28,7 +31,8 @@ STAGE = "PATCH_STAGE"
 
 def _geometry(op, g) -> dict:
     """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
-    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    xi = 1 if op.kind == "CONV_2D_ADD" else 0   # input 0 of a fused ADD is its skip input
+    x, w, y = g.t(op.inputs[xi]), g.t(op.inputs[xi + 1]), g.t(op.outputs[0])
     a = op.attrs
     sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
     dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
@@ -58,10 +62,19 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
                           f"layers go from {tensors[0]} to {tensors[-1]}")
     geo = []
     for k, sop in enumerate(ops):
-        if sop.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D") or list(sop.outputs) != [tensors[k + 1]] \
-                or sop.inputs[0] != tensors[k]:
+        main = sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]
+        if sop.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD") \
+                or list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
             raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
                               f"{tensors[k]} and write {tensors[k + 1]}")
+        skip = None
+        if sop.kind == "CONV_2D_ADD":   # its skip: an earlier layer's output, in a patch buffer
+            if sop.inputs[0] not in tensors[1:k + 1]:
+                raise CompilerBug(f"{where}: layer {k}'s skip input {sop.inputs[0]} is no earlier "
+                                  f"layer's output in the stage")
+            skip = tensors.index(sop.inputs[0])
+            if g.t(sop.inputs[0]).shape != g.t(tensors[k + 1]).shape:
+                raise CompilerBug(f"{where}: layer {k}'s skip input is not of its output's shape")
         if any(g.t(t).dtype != "int8" or g.t(t).shape[0] != 1 for t in (tensors[k], tensors[k + 1])):
             raise CompilerBug(f"{where}: layer {k} is not int8 over one batch")
         gk = _geometry(sop, g)
@@ -70,6 +83,10 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
         mine = {f: getattr(stage.layers[k], f) for f in gk}
         if mine != gk:
             raise CompilerBug(f"{where}: layer {k} is emitted with geometry {mine}, the op has {gk}")
+        if (stage.skips or [None] * len(ops))[k] != skip:
+            raise CompilerBug(f"{where}: layer {k} is emitted with skip input "
+                              f"{(stage.skips or [None] * len(ops))[k]}, the op reads {skip}")
+        gk["skip"] = skip
         geo.append(gk)
     inner = set(tensors[1:-1])
     for other in g.ops:
@@ -88,6 +105,15 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
     n = len(geo)
     last = geo[-1]
     cover = np.zeros((last["out_h"], last["out_w"]), np.int32)
+    ks = getattr(stage, "kernel_scratch", None)
+    if ks is not None:
+        if len(ks) != n:
+            raise CompilerBug(f"{where}: kernel scratch for {len(ks)} layers, the stage has {n}")
+        for t, regions in enumerate(stage.tiles):   # a band kernel reads whole rows
+            for k, gk in enumerate(geo):
+                if int(regions[k][1]) != 0 or int(regions[k][3]) != gk["out_w"]:
+                    raise CompilerBug(f"{where}, tile {t}, layer {k}: a row band's region "
+                                      f"{tuple(regions[k])} is not all {gk['out_w']} columns")
     for t, regions in enumerate(stage.tiles):
         if len(regions) != n:
             raise CompilerBug(f"{where}: tile {t} has {len(regions)} regions for {n} layers")
@@ -99,7 +125,17 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
                 raise CompilerBug(f"{tag}: output region {regions[k]} outside {gk['out_h']}x{gk['out_w']}")
             ylo, yhi = _touched(y0, rows, gk["sh"], gk["pad_t"], gk["kh"], gk["dh"], gk["in_h"])
             xlo, xhi = _touched(x0, cols, gk["sw"], gk["pad_l"], gk["kw"], gk["dw"], gk["in_w"])
-            src = None
+            src = skip = None
+            if gk["skip"] is not None:   # the fused ADD reads its skip at its own output region
+                j = gk["skip"] - 1
+                if j not in held:
+                    raise CompilerBug(f"{tag}: reads its skip input from patch buffer {j}, which no "
+                                      f"longer holds what layer {j} wrote for this tile (overwritten)")
+                (sy, sx, sr, sc), _, _ = skip = held[j]
+                if not (sy <= y0 and y0 + rows <= sy + sr and sx <= x0 and x0 + cols <= sx + sc):
+                    raise CompilerBug(f"{tag}: reads its skip input at rows {y0}..{y0 + rows - 1}, "
+                                      f"columns {x0}..{x0 + cols - 1}, but layer {j} wrote only rows "
+                                      f"{sy}..{sy + sr - 1}, columns {sx}..{sx + sc - 1} for this tile")
             if k > 0:
                 if k - 1 not in held:
                     raise CompilerBug(f"{tag}: reads patch buffer {k - 1}, which no longer holds "
@@ -109,17 +145,29 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
                     raise CompilerBug(f"{tag}: reads input rows {ylo}..{yhi}, columns {xlo}..{xhi}, "
                                       f"but layer {k - 1} wrote only rows {sy}..{sy + sr - 1}, "
                                       f"columns {sx}..{sx + sc - 1} for this tile (halo too small)")
+            off = int(stage.buf_offsets[k]) if k < n - 1 else 0
+            end = off + rows * cols * gk["out_c"] if k < n - 1 else 0
+            if ks is not None:   # row bands: the layer's own kernel's scratch
+                so, sn = (int(v) for v in ks[k])
+                if so < 0 or so % 16 or so + sn > block:
+                    raise CompilerBug(f"{tag}: kernel scratch [{so}, {so + sn}) is misaligned or "
+                                      f"outside the {block}-byte scratch block")
+                for what, lo, hi in ([("its input, patch buffer %d" % (k - 1), src[1], src[2])] if src else []) + \
+                        ([("its skip input, patch buffer %d" % (gk["skip"] - 1), skip[1], skip[2])] if skip else []) + \
+                        ([("its output, patch buffer %d" % k, off, end)] if k < n - 1 else []):
+                    if so < hi and lo < so + sn:
+                        raise CompilerBug(f"{tag}: kernel scratch [{so}, {so + sn}) overlaps "
+                                          f"{what} [{lo}, {hi})")
             if k == n - 1:
                 cover[y0:y0 + rows, x0:x0 + cols] += 1
                 continue
-            off = int(stage.buf_offsets[k])
-            end = off + rows * cols * gk["out_c"]
             if off < 0 or off % 16 or end > block:
                 raise CompilerBug(f"{tag}: patch buffer {k} at [{off}, {end}) is misaligned or "
                                   f"outside the {block}-byte scratch block")
-            if src is not None and off < src[2] and src[1] < end:
-                raise CompilerBug(f"{tag}: writes patch buffer {k} [{off}, {end}) over its own "
-                                  f"input, patch buffer {k - 1} [{src[1]}, {src[2]})")
+            for s_ in (src, skip):
+                if s_ is not None and off < s_[2] and s_[1] < end:
+                    raise CompilerBug(f"{tag}: writes patch buffer {k} [{off}, {end}) over its own "
+                                      f"input, a patch buffer at [{s_[1]}, {s_[2]})")
             for j in [j for j, (_, lo, hi) in held.items() if off < hi and lo < end]:
                 del held[j]   # overwritten: whatever it held is gone
             held[k] = ((y0, x0, rows, cols), off, end)

@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import EerieError
-from .patch import ALIGN, PatchPlan, _align
+from .patch import ALIGN, PatchPlan, _align, make_plan
 
 MODES = ("whole", "rows")
 # Tiles per axis the planner tries with row-band input: a grid row of one output row keeps the
@@ -64,9 +64,16 @@ def row_spans(stage: PatchPlan) -> list[tuple[int, int]]:
     return spans
 
 
-def with_rows(stage: PatchPlan) -> PatchPlan:
+def with_rows(stage: PatchPlan) -> PatchPlan | None:
     """The stage with a ring of input rows at the start of its scratch block. The output can no
-    longer share the input's bytes (the input is not in the arena), so no shift."""
+    longer share the input's bytes (the input is not in the arena), so no shift. Only the
+    per-tile C (kernels/_patch.py) reads its input through the ring: a grid of row bands, whose
+    layers would run their own kernels over a whole input (kernels/_patch_tiles.py), becomes
+    a per-tile stage on the same grid; a stage with a fused ADD (row bands only) gives None."""
+    if any(s is not None for s in (stage.skips or [])):
+        return None
+    if stage.bands:
+        stage = dataclasses.replace(make_plan(stage.ops, stage.layers, stage.grid), kernel_scratch=None)
     first = stage.layers[0]
     spans = row_spans(stage)
     ring_rows = max(hi - lo + 1 for lo, hi in spans)

@@ -2,7 +2,7 @@
 kernels/conv2d_s8_packed.c.j2): CONV_2D weights packed per channel in the bits each channel
 needs (1..8, all-zero channels, -128) and unpacked in blocks of channels, the "rq" format
 (int8 weights, requantization from 9 bytes per channel) and the DSP depthwise table from 9
-bytes per channel, vs TFLM: odd shapes and channel counts, padding, strides, dilation,
+bytes per channel and int8 weights expanded at run time, vs TFLM: odd shapes and channel counts, padding, strides, dilation,
 batches > 1, several blocks with an odd last one. Built for the host (plain-C branch with
 UBSan and the source proof) and run in QEMU on mps2-an386 (M4) and mps2-an500 (M7), and the
 packed conv on mps3-an547 (M55: size mode takes it over the Helium kernel where packing is
@@ -27,7 +27,8 @@ def _out(padding, size, k, stride, dil):
 
 def channel_weights(out_c: int, taps: int, seed: int) -> np.ndarray:
     """[out_c][taps] int8 rows needing 1, 2, ..., 8 bits in turn; channel 3 all zero, channel
-    5 holds -128 (8 bits), every row reaches both ends of its range."""
+    5 holds -128 (8 bits), every row reaches both ends of its range. (packed_conv_model makes
+    channel 7 dead; channels 3 and 7 then take no weight bits at all.)"""
     rng = np.random.default_rng(seed)
     rows = []
     for c in range(out_c):
@@ -51,6 +52,8 @@ def packed_conv_model(in_shape, out_c, k, stride=(1, 1), padding="SAME", dil=(1,
     wt = channel_weights(out_c, kh * kw * c, seed).reshape(out_c, kh, kw, c)
     span = np.maximum(np.abs(wt).reshape(out_c, -1).max(axis=1), 1)
     wscale = 1.2 / span / np.sqrt(kh * kw * c)        # similar output magnitude per channel
+    if out_c > 7:
+        wscale[7] = 1e-9    # a dead channel (output always the zero point): weights dropped
     mb = ModelBuilder()
     x = mb.input(list(in_shape), "int8", scale=0.05, zero_point=in_zp)
     w = mb.const(wt, "int8", scale=wscale, zero_point=[0] * out_c, axis=0)
@@ -118,7 +121,8 @@ def test_conv_size_host(tmp_path, size_mode, case, fmt):
     code = res.files["m.c"]
     if fmt == "packed":
         assert "eerie_conv_unpack_w(src" in code and "weights_packed" in code
-        assert "unpacked in" in res.report["ops"][0]["choice"]
+        choice = res.report["ops"][0]["choice"]
+        assert "unpacked in" in choice and "bits per channel 0: 2," in choice, choice
     else:
         assert "eerie_conv_unpack_rq(l0" in code and "eerie_conv_unpack_w(src" not in code
     check_dsp_target(tmp_path, model, in_shape)
@@ -166,7 +170,9 @@ def test_depthwise_size_host(tmp_path, size_mode, case):
     src.write_bytes(model)
     res = compile_model(src, target="cortex-m4", name="m", optimize="size")
     assert "eerie_dw_unpack_rq(l0" in res.files["m.c"]
-    assert res.report["ops"][0]["choice"].startswith("requantization 9 B per channel")
+    assert res.report["ops"][0]["choice"].startswith("weights int8 (expanded at run time), "
+                                                      "requantization 9 B per channel")
+    assert "eerie_dw_unpack_w(l0" in res.files["m.c"]
     check_dsp_target(tmp_path, model, in_shape)
 
 
@@ -175,7 +181,8 @@ def test_depthwise_size_qemu(tmp_path, case):
     in_shape, model = _dw(case)
     xs = [random_inputs(list(in_shape), "int8", 2, seed=6)]
     rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
-    assert rep["ops"][0]["choice"].startswith("requantization 9 B per channel")
+    assert rep["ops"][0]["choice"].startswith("weights int8 (expanded at run time), "
+                                              "requantization 9 B per channel")
 
 
 # CONV_2D_ADD (the fused residual ADD): only the "rq" format applies there
@@ -242,3 +249,49 @@ def test_size_never_grows_the_firmware(tmp_path, case):
         code = (tmp_path / mode / "fw" / "m.c").read_text()
         assert ("eerie_conv_unpack" in code) == (mode == "size" and case == "packs")
     assert (flash["size"] == flash["balanced"]) if case == "small" else (flash["size"] < flash["balanced"])
+
+
+def _inplace_chain():
+    """stem 3x3 conv -> 1x1 conv 16 -> 16 (may run in place) -> 1x1 conv 16 -> 24"""
+    from test_inplace_conv_add import Block
+    b = Block((1, 5, 6, 16), 0)
+    x = b.conv(b.x, 16, k=3)
+    return b.build(b.conv(b.conv(x, 16, k=1), 24, k=1)), [1, 5, 6, 16]
+
+
+@pytest.mark.parametrize("block_bytes", [4096, 300])
+def test_packed_in_place_only_in_one_block(tmp_path, size_mode, monkeypatch, block_bytes):
+    """A packed 1x1 layer runs in place (its output over its input) only when its channels fit
+    one block (the default loop order); with several blocks a pixel's input is still read by
+    later blocks, so it gets its own output buffer. Bit-exact either way, host and QEMU."""
+    size_mode("packed")
+    monkeypatch.setattr(_conv_pack, "BLOCK_BYTES", block_bytes)
+    model, shape = _inplace_chain()
+    xs = [random_inputs(shape, "int8", 2, seed=8)]
+    rep = assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4", optimize="size")
+    op = rep["ops"][1]
+    assert ("in 1 block(s)" in op["choice"]) == (block_bytes == 4096), op["choice"]
+    same = op["inputs"][0]["offset"] == op["outputs"][0]["offset"]
+    assert same == (block_bytes == 4096), op
+    host = tmp_path / "host"
+    host.mkdir()
+    check_dsp_target(host, model, shape)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_packed_random_shapes_host(tmp_path, size_mode, seed):
+    """Random geometries (1 to 21 output channels, any K, kernel 1-3, stride 1-2, SAME/VALID,
+    batch 1-2) with every bit width, packed in small blocks, on the host build."""
+    size_mode("packed")
+    rng = np.random.default_rng(100 + seed)
+    k = int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, 3)), int(rng.integers(k, 8)), int(rng.integers(k, 8)),
+             int(rng.integers(-(-16 // (k * k)), 24)))     # K >= 16: the shared kernel's range
+    s = int(rng.integers(1, 3))
+    model = packed_conv_model(shape, int(rng.integers(1, 22)), (k, k), (s, s),
+                              ["SAME", "VALID"][seed % 2], act=["NONE", "RELU"][seed // 4], seed=seed)
+    src = tmp_path / "m.tflite"
+    src.write_bytes(model)
+    assert "eerie_conv_unpack_w(src" in compile_model(src, target="cortex-m4", name="m",
+                                                      optimize="size").files["m.c"]
+    check_dsp_target(tmp_path, model, shape)

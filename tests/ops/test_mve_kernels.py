@@ -292,3 +292,66 @@ def test_conv_mve_longest_unrolled_block(tmp_path, in_c, mve):
     check_host(tmp_path, model, (1, 3, 4, in_c), ("_weights_mve",) if mve else ())
     text = (tmp_path / "build" / "m.c").read_text()
     assert ("vmladava.s8" in text) == mve
+
+
+LOOP_GEOMETRIES = [
+    # in_shape, out_c, kernel, stride, padding, dilation: out_c % 4 == 0, so the whole group
+    # loop is one counted asm loop (_mve.conv_loop_asm) over a weights + parameters stream
+    ((1, 7, 9, 3), 8, (3, 3), (1, 1), "SAME", (1, 1)),     # K = 27: zero-padded last chunk, odd pixels
+    ((1, 7, 9, 3), 12, (3, 3), (2, 2), "SAME", (1, 1)),    # stride 2
+    ((1, 8, 9, 4), 8, (3, 3), (2, 2), "VALID", (1, 1)),
+    ((1, 10, 11, 3), 4, (3, 3), (1, 1), "SAME", (2, 2)),   # dilation, one group
+    ((2, 4, 5, 8), 36, (3, 3), (1, 1), "SAME", (1, 1)),    # batches, K = 72, 9 groups
+    ((1, 5, 5, 20), 12, (1, 1), (1, 1), "VALID", (1, 1)),  # pointwise, K % 16 = 4, odd pixels
+    ((1, 6, 5, 8), 16, (1, 1), (2, 2), "SAME", (1, 1)),    # strided pointwise, K = 8
+    ((1, 3, 3, 4), 4, (5, 5), (1, 1), "SAME", (1, 1)),     # no interior at all
+    ((1, 12, 5, 1), 8, (10, 4), (2, 2), "SAME", (1, 1)),   # kws first layer shape
+    ((1, 4, 4, 64), 8, (3, 3), (1, 1), "SAME", (1, 1)),    # K = 576: 36 chunks
+    ((1, 2, 3, 1020), 4, (1, 1), (1, 1), "SAME", (1, 1)),  # K = 1020: 64 chunks, the most
+    # the zero-point-framed input (_mve.padded_image): row dilation, unused input columns
+    # (VALID), batches
+    ((1, 9, 7, 2), 8, (3, 2), (1, 1), "SAME", (2, 1)),
+    ((1, 9, 8, 1), 4, (4, 4), (2, 3), "VALID", (1, 1)),
+    ((2, 6, 5, 2), 8, (3, 3), (1, 1), "SAME", (1, 1)),
+    # 7x7 taps of 20 channels: more than _mve.MAX_PIECES row pieces, so two column copies
+    # and the interleave instead of the direct im2col
+    ((1, 8, 8, 20), 4, (7, 7), (1, 1), "SAME", (1, 1)),
+]
+# how the geometries above gather their columns: a framed copy of the input, bounds-checked
+# pieces straight into the interleaved chunks (_mve.im2col_pieces), or neither
+FRAMED = {0, 1, 2, 8, 11, 12, 13}
+PIECES = {3, 4, 7, 9}
+
+
+def test_conv_mve_im2col_forms_chosen(tmp_path):
+    for i, (in_shape, out_c, k, stride, padding, dil) in enumerate(LOOP_GEOMETRIES):
+        p = tmp_path / f"m{i}.tflite"
+        p.write_bytes(conv_model("int8", in_shape, out_c, k, stride, padding, dil))
+        text = compile_model(p, target=TARGET, name="m").files["m.c"]
+        assert ("framed by its zero point" in text) == (i in FRAMED), LOOP_GEOMETRIES[i]
+        assert ("straight into the interleaved chunks" in text) == (i in PIECES), LOOP_GEOMETRIES[i]
+        assert ("scratch: the two columns" in text) == (i == 14), LOOP_GEOMETRIES[i]
+
+
+@pytest.mark.parametrize("geom", LOOP_GEOMETRIES, ids=_conv_id)
+def test_conv_mve_group_loop_host(tmp_path, geom):
+    """The group loop's plain-C twin (host, UBSan) and the source proof over it."""
+    in_shape, out_c, k, stride, padding, dil = geom
+    model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU6")
+    check_host(tmp_path, model, in_shape, ("_weights_mve_params",))
+
+
+@pytest.mark.usefixtures("board_tools")   # fails (never skips) without the tools
+@pytest.mark.parametrize("geom", LOOP_GEOMETRIES, ids=_conv_id)
+def test_conv_mve_group_loop_on_cortex_m55(tmp_path, geom):
+    """The group loop's assembly in QEMU (mps3-an547), bit-exact with TFLM."""
+    in_shape, out_c, k, stride, padding, dil = geom
+    model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="RELU",
+                       in_zp=7, seed=3)
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    assert "_weights_mve_params" in compile_model(p, target=TARGET, name="m").files["m.c"]
+    xs = [random_inputs(list(in_shape), "int8", 2, seed=4)]
+    got, rep = run_model(p, xs, board="mps3-an547")
+    assert rep["target"] == TARGET
+    np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])

@@ -41,15 +41,21 @@ def test_vww_with_patches_on_m4_within_the_instruction_bound(board_tools, models
     assert report["instructions"] <= 1.20 * off["instructions"], (report["instructions"], off["instructions"])
 
 
-def test_vww_on_m55_keeps_layer_by_layer(board_tools, models_dir, tmp_path):
-    """On the M55 the Helium layer kernels take ~0.13 instructions per MAC against the per-tile
-    kernel's 3.4: every stage would more than double the instructions (2.36x measured before
-    this bound), so auto keeps the layer-by-layer schedule and says why."""
+def test_vww_on_m55_in_row_bands_within_the_bound(board_tools, models_dir, tmp_path):
+    """On the M55 the planner's stage runs in row bands through the layers' own Helium
+    kernels (the per-tile C, 3.4 instructions per MAC against Helium's ~0.13, measured 2.36x
+    before the bound): the RAM target of issue 19 (<= 36,000 B) and, measured in QEMU, at
+    most 20% more instructions."""
     from eerie_c.api import run_model
     path = models_dir / "vww_96_int8.tflite"
     x = random_inputs([1, 96, 96, 3], "int8", 1, seed=1)
+    ref = tflm_run(path, [x])[0]
     got, report = run_model(path, [x], board="mps3-an547", patch="auto", max_recompute=20)
-    np.testing.assert_array_equal(got[0], tflm_run(path, [x])[0])
+    np.testing.assert_array_equal(got[0], ref)
     p = report["patches"]
-    assert p["chosen"] is None and p["refused"] and all(o["kind"] != "PATCH_STAGE" for o in report["ops"])
-    assert report["arena_bytes"] == p["arena_bytes_before"]
+    assert p["chosen"] is not None and p["chosen"]["grid"][1] == 1
+    assert report["arena_bytes"] == p["arena_bytes_after"] < p["arena_bytes_before"]
+    assert report["ram_bytes"] <= 36_000, report["ram_bytes"]
+    off_got, off = run_model(path, [x], board="mps3-an547", patch="off")
+    np.testing.assert_array_equal(off_got[0], ref)
+    assert report["instructions"] <= 1.20 * off["instructions"], (report["instructions"], off["instructions"])

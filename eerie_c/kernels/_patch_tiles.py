@@ -1,0 +1,137 @@
+"""A patch stage of row bands (plan/patch.py, grid N x 1) run by the layers' own kernels.
+
+A row band of a layer is a smaller image: the input rows the band's windows touch (all the
+columns), the output rows of the band. So each layer of each band is lowered by the layer's
+registered kernel (Helium on the M55, the DSP kernels on the M4/M7, ...) over that smaller
+image, with the image's top padding only where the band starts at the image's top
+(`tile_window` in conv.py's window): the same arithmetic per output element as the whole
+layer, so the same bytes as TFLM. The layer kernels cost several times less per MAC than
+kernels/_patch.py's per-tile C, which is what lets a stage pay on Helium cores.
+
+Bands of one layer differ only in their row counts and top padding: each distinct
+(input rows, top padding, output rows) is lowered once, and a const table gives per band and
+layer which one runs and where its input and output start (bytes from the stage input, from
+the patch buffer or into the stage output). Patch buffers and each layer's kernel scratch
+(between the two buffers live at that layer) are placed by plan/patch.py and proven by
+plan/patch_proof.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import CompilerBug
+from ..ir import Op
+from . import REGISTRY, Lowered
+
+class _BandGraph:
+    """The graph as one band's kernel sees it: the layer's input and output tensors cut to
+    the band's rows; everything else (weights, quantization) the graph's own."""
+
+    def __init__(self, g, shapes: dict[str, tuple]):
+        self._g = g
+        self._t = {tid: dataclasses.replace(g.t(tid), shape=shape) for tid, shape in shapes.items()}
+
+    def t(self, tid):
+        return self._t.get(tid) or self._g.t(tid)
+
+    def __getattr__(self, name):
+        return getattr(self._g, name)
+
+
+def applies(stage) -> bool:
+    """Row bands only (plan/patch.py PatchPlan.bands): a band's rows are contiguous bytes."""
+    return stage.bands
+
+
+def _band(lay, region) -> tuple[int, int, int]:
+    """(first input row, input rows, top padding) of the band `region` of layer lay."""
+    y0, _, rows, _ = region
+    ylo, _, nin, _ = lay.needs(region)
+    return ylo, nin, ylo - (y0 * lay.sh - lay.pad_t)
+
+
+def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int) -> Lowered:
+    """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows."""
+    x, y = (sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]), sop.outputs[0]
+    band = Op(sop.kind, list(sop.inputs), list(sop.outputs),
+              {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}},
+              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    out = (1, rows, lay.out_w, lay.out_c)
+    shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
+    want = [x]
+    if sop.kind == "CONV_2D_ADD":   # the skip input and the convolution's own output too
+        shapes.update({sop.inputs[0]: out, sop.attrs["conv_output"]: out})
+        want = [sop.inputs[0], x]
+    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes), ctx)
+    if low.inputs != want or low.outputs != [y] or low.control or low.updates:
+        raise CompilerBug(f"patch stage: {sop.kind} op {sop.index}'s kernel over a band reads "
+                          f"{low.inputs}, writes {low.outputs}")
+    return low
+
+
+def lower_bands(op, g, ctx, stage) -> Lowered:
+    n = len(stage.layers)
+    kernels: list[list[Lowered]] = [[] for _ in range(n)]   # per layer: its distinct bands
+    keys: list[dict] = [{} for _ in range(n)]
+    skips = stage.skips or [None] * n
+    table = []   # per band, per layer: kernel index, input offset, output offset, skip offset
+    for regions in stage.tiles:
+        for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
+            region = regions[k]
+            ylo, nin, pad_t = _band(lay, region)
+            key = (nin, pad_t, region[2])
+            if key not in keys[k]:
+                keys[k][key] = len(kernels[k])
+                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2]))
+            src_row0 = 0 if k == 0 else regions[k - 1][0]
+            skip = 0
+            if skips[k] is not None:   # the skip's rows of this band in its patch buffer
+                skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
+            table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c,
+                      region[0] * lay.out_w * lay.out_c if k == n - 1 else 0, skip]
+    for k, ks in enumerate(kernels):
+        need = max((low.scratch_bytes for low in ks), default=0)
+        if need > stage.kernel_scratch[k][1]:
+            raise CompilerBug(f"patch stage: layer {k}'s kernel needs {need} scratch bytes over a "
+                              f"row band, the plan gave it {stage.kernel_scratch[k][1]} (its "
+                              f"layer-by-layer kernel's)")
+    cname = ctx.const(np.asarray(table, np.int32), "int32_t", "bands",
+                      "per band, per layer: which of the layer's band kernels runs, its input's "
+                      "first byte (in the stage input or the previous patch buffer), its output's "
+                      "first byte in the stage output (last layer)")
+    lines = ["/* the stage's pointers, before each layer's block names its own in0 / out0 / scratch */",
+             "const int8_t *const stage_in = in0;", "int8_t *const stage_out = out0;",
+             "uint8_t *const stage_scratch = scratch;", "int t;",
+             f"for (t = 0; t < {len(stage.tiles)}; ++t) {{",
+             f"    const int32_t *const r = {cname} + t * {4 * n};"]
+    for k, lay in enumerate(stage.layers):
+        src = "stage_in" if k == 0 else f"(const int8_t *)(stage_scratch + {stage.buf_offsets[k - 1]})"
+        dst = "stage_out" if k == n - 1 else f"(int8_t *)(stage_scratch + {stage.buf_offsets[k]})"
+        name = stage.ops[k].name.split(";")[0] or stage.ops[k].kind
+        xin = "in0"
+        lines.append(f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */")
+        if skips[k] is not None:   # CONV_2D_ADD: in0 the skip input, in1 the convolution's
+            lines.append(f"        const int8_t *const in0 = (const int8_t *)(stage_scratch + "
+                         f"{stage.buf_offsets[skips[k] - 1]}) + r[{4 * k + 3}];   /* the skip's rows */")
+            xin = "in1"
+        lines += [f"        const int8_t *const {xin} = {src} + r[{4 * k + 1}];",
+                  f"        int8_t *const out0 = {dst} + r[{4 * k + 2}];",
+                  f"        uint8_t *const scratch = stage_scratch + {stage.kernel_scratch[k][0]};"
+                  f"   /* between the live patch buffers */",
+                  "        (void)scratch;", f"        switch (r[{4 * k}]) {{"]
+        for i, low in enumerate(kernels[k]):
+            body = "\n".join(("                " + ln) if ln.strip() else "" for ln in low.body.splitlines())
+            lines += [f"        case {i}: {{", body, "            break;", "        }"]
+        lines += ["        default:", "            break;", "        }", "    }"]
+    lines.append("}")
+    helpers = set().union(*(low.helpers for ks in kernels for low in ks))
+    names = ", ".join(f"op {o.index}" for o in stage.ops)
+    return Lowered(body="\n".join(lines), inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
+                   helpers=helpers, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
+                   inplace="shift" if stage.shift is not None else False,
+                   noinline=any(low.noinline for ks in kernels for low in ks),
+                   comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} row bands, "
+                           f"each layer's own kernel per band, {stage.extra_macs} MACs of halo recomputation")
+
