@@ -345,7 +345,9 @@ def main(argv=None) -> int:
                          "of its first layers, into bench/patch_results.md (results.md untouched)")
     ap.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT")
     ap.add_argument("--rows-recompute", type=float, default=110.0, metavar="PCT",
-                    help="with --patch auto: the larger bound of the row-band input rows (--input rows)")
+                    help="with --patch auto: the larger bound of the row-band input rows (--input-rows)")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="with --patch auto: measure only the row-band input section of bench/patch_results.md")
     ap.add_argument("--person-detect", action="store_true",
                     help="with --patch auto: also the MobileNet v1 0.25 person detector of issue 19")
     args = ap.parse_args(argv)

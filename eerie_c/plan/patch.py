@@ -303,6 +303,8 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
                 if gy * gx == 1 or (gy > max_grid and gx > 1):
                     continue
                 p = make_plan(ops[:n], layers[:n], (gy, gx), kernel_scratch[:n] if kernel_scratch else None)
+                if p is not None and adapt is not None:
+                    p = adapt(p)   # the stage as it will run (with row-band input: its ring)
                 if p is None:
                     continue
                 mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
@@ -312,8 +314,6 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
                     if cheapest is None or cost < cheapest[0]:
                         cheapest = (cost, p, mac_pct, est)
                     continue
-                if adapt is not None:
-                    p = adapt(p)
                 key = (p.scratch_bytes, gy * gx, gy)
                 if best is None or key < best[0]:
                     best = (key, p)
