@@ -14,6 +14,7 @@ from .frontend import load_model
 from .ir import Graph, verify_graph
 from .kernels import const_bytes, lower_graph
 from .kernels._patch import lower_patch_stage
+from .kernels._patch_tiles import band_scratch
 from .passes import run_passes
 from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
@@ -89,7 +90,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
             growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
                                              int(sum(low.macs for low in lowered)), forced,
-                                             growth, est_before, adapt=with_rows if rows else None,
+                                             growth, est_before,
+                                             lambda st, g=g: band_scratch(st, g, target, optimize),
+                                             adapt=with_rows if rows else None,
                                              **({"max_grid": MAX_GRID_ROWS} if rows else {}))
             if rows and chosen is None:
                 raise EerieError("--input-rows: no patch stage was chosen for this model ("

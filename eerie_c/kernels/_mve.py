@@ -283,11 +283,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
     full = k // 16
-    # not over a patch stage's row band (kernels/_patch_tiles.py): a band is a small input, and
-    # the padded copy would need more scratch than the planner gives the layer there (its
-    # layer-by-layer kernel's, plan/patch.py make_plan)
-    band = "tile_window" in op.attrs
-    pad = padded_image(win, in_h, in_w, in_c, kh, kw, kp) if loop and not direct and not band else None
+    pad = padded_image(win, in_h, in_w, in_c, kh, kw, kp) if loop and not direct else None
     # scratch: the two columns (im2col or in place; with the group loop an in-place pair is
     # interleaved straight from the input, before any output is written) or the padded
     # image, then the columns' chunks interleaved

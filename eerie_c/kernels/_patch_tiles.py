@@ -71,6 +71,24 @@ def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int) -> Lowered:
     return low
 
 
+def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
+    """Per layer, the scratch its kernels over the stage's row bands need (lowered into a
+    throw-away context): the planner's first guess, the whole layer's kernel's, may be short
+    when a band takes another kernel path than the whole layer."""
+    from . import LowerCtx
+    ctx = LowerCtx(g, target, optimize)
+    out = []
+    for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
+        seen, need = set(), 0
+        for regions in stage.tiles:
+            _, nin, pad_t = _band(lay, regions[k])
+            if (nin, pad_t, regions[k][2]) not in seen:
+                seen.add((nin, pad_t, regions[k][2]))
+                need = max(need, _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2]).scratch_bytes)
+        out.append(need)
+    return out
+
+
 def lower_bands(op, g, ctx, stage) -> Lowered:
     n = len(stage.layers)
     kernels: list[list[Lowered]] = [[] for _ in range(n)]   # per layer: its distinct bands

@@ -186,13 +186,17 @@ def test_mve_inplace_pointwise_expanding(tmp_path, kw):
     res = compile_model(tmp_path / "c.tflite", target=TARGET, name="c")
     strided = kw.get("stride", 1) > 1
     declared = [op.attrs.get("inplace_of_input") for op in res.graph.ops if op.kind == "CONV_2D"]
-    assert declared == [False, "end", False if strided else "end", "start"]
+    # strided: "start" (_conv_rules.pointwise_inplace: each pixel's output ends before the
+    # next pixel's input starts, 32 * q <= 24 * (its input pixel) here)
+    assert declared == [False, "end", "start" if strided else "end", "start"]
     plan = res.extra["plan"]
     for o in res.report["ops"]:
         if o["kind"] == "CONV_2D" and o["step"] in plan.tail_inplace:
             i, y = o["inputs"][0], o["outputs"][0]
             assert i["offset"] + i["bytes"] == y["offset"] + y["bytes"] and i["bytes"] < y["bytes"]
-    assert bool(plan.tail_inplace) == (not strided)
+    # the strided conv (step 2) never takes the "end" layout; with it in place ("start") the
+    # planner may use "end" for the first widening conv in the strided chain too
+    assert (2 not in plan.tail_inplace) if strided else bool(plan.tail_inplace)
     check_host(tmp_path, model, shape)
 
 

@@ -48,7 +48,8 @@ def test_resnet_auto_on_board_meets_30k(board_tools, models_dir, tmp_path, board
     assert auto["arena_bytes"] < 30_000 - 1024 and p["est_growth_percent"] <= 20
 
 
-@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+# row bands run each layer's own kernel: DSP (M4), Helium (M55), portable (M3), the GEMM (RISC-V)
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547", "mps2-an385", "riscv-virt"])
 @pytest.mark.parametrize("layers, shape, patch", [(MOBILENET, (1, 19, 23, 3), (4, (3, 1))),
                                                   (ODD, (1, 21, 18, 4), (4, (5, 1)))])
 def test_chain_in_bands_on_board_bit_exact(board_tools, tmp_path, board, layers, shape, patch):
@@ -145,3 +146,14 @@ def test_strided_pointwise_in_place_rule():
     assert pointwise_inplace(win(1, 8, 8), 8, 8, 16, 32) == "end"
     # stride 2 but four times the channels: pixel 1's output would overrun pixel 2's input
     assert pointwise_inplace(win(2, 16, 16), 32, 32, 8, 64) is False
+
+
+def test_band_kernel_scratch_is_asked_not_assumed(models_dir):
+    """On the M55 ResNet's first conv over a band takes another Helium path than over the whole
+    image, with more scratch (1,084 against 64 B): the planner plans with what the band
+    kernels need (kernels/_patch_tiles.py band_scratch), so lowering and the proof agree."""
+    whole = compile_model(models_dir / RESNET, target="cortex-m55").report["ops"][0]["scratch_bytes"]
+    res, steps = _resnet(models_dir, (3, (8, 1)), target="cortex-m55")
+    s = res.graph.ops[0].attrs["patch"]
+    assert s.kernel_scratch[0][1] > whole
+    assert prove_patches(res.graph, res.extra["plan"], steps)["ok"]
