@@ -228,12 +228,12 @@ def command_compile_seconds(path: Path, board: str, repeat: int = COMPILE_REPEAT
 
 
 def measure(model: str, board: str, n_inputs: int, seed: int, patch: str = "off",
-            max_recompute: float = 20.0, optimize: str = "balanced") -> dict:
+            max_recompute: float = 20.0, optimize: str = "balanced", input_mode: str = "whole") -> dict:
     path = model if isinstance(model, Path) else MODELS_DIR / f"{model}.tflite"
     model = path.stem
     x = bench_inputs(path, n_inputs, seed)
     outs, rep = api.run_model(path, [x], board=board, patch=patch, max_recompute=max_recompute,
-                             optimize=optimize)
+                             optimize=optimize, input_mode=input_mode)
     ref = tflm_outputs(path, x)
     exact = bool(np.array_equal(outs[0].reshape(ref.shape), ref))
     sizes = rep["elf_sizes"]
@@ -344,6 +344,10 @@ def main(argv=None) -> int:
                     help="auto: measure each model layer by layer and with patch-based execution "
                          "of its first layers, into bench/patch_results.md (results.md untouched)")
     ap.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT")
+    ap.add_argument("--rows-recompute", type=float, default=110.0, metavar="PCT",
+                    help="with --patch auto: the larger bound of the row-band input rows (--input-rows)")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="with --patch auto: measure only the row-band input section of bench/patch_results.md")
     ap.add_argument("--person-detect", action="store_true",
                     help="with --patch auto: also the MobileNet v1 0.25 person detector of issue 19")
     args = ap.parse_args(argv)

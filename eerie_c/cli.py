@@ -102,10 +102,14 @@ def _patch_args(p: argparse.ArgumentParser):
                    help="with --patch auto: most growth of the model's estimated instructions "
                         "(per-tile kernel and recomputed halos), in percent; the halos' extra "
                         "MACs stay within it too (default 20)")
+    p.add_argument("--input-rows", action="store_true",
+                   help="the application pushes the input image in row bands (NAME_input_rows) "
+                        "into a ring of rows, so the whole image never sits in RAM; needs "
+                        "--patch auto (NAME_invoke still takes a whole image)")
 
 
 def _patching(a) -> dict:
-    return {"patch": a.patch, "max_recompute": a.max_recompute}
+    return {"patch": a.patch, "max_recompute": a.max_recompute, "input_mode": "rows" if a.input_rows else "whole"}
 
 
 def _budgets(a) -> dict:

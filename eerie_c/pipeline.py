@@ -20,6 +20,7 @@ from .plan import plan_memory, prove_plan
 from .plan.memory_map import memory_map
 from .plan.patch_choice import choose_patches, collapse, placed_overlap
 from .plan.patch_proof import prove_patches
+from .plan.patch_rows import MAX_GRID_ROWS, MODES as ROW_MODES, check_graph as check_rows_graph, summary as rows_summary, with_rows
 from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
@@ -45,7 +46,8 @@ class CompileResult:
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
                   inputs_in_arena: bool = False, before_verify=None, patch: str = "off",
-                  max_recompute: float = 20.0, optimize: str = "balanced") -> CompileResult:
+                  max_recompute: float = 20.0, optimize: str = "balanced",
+                  input_mode: str = "whole") -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
     the generated C (no allocation, VLAs, recursion, function pointers, unbounded loops) and
     a worst-case stack bound from the target compiler's own frame sizes. before_verify:
@@ -53,12 +55,19 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     verification starts; what it returns is kept in the result's extra["before_verify"].
     patch: "auto" lets the planner run a prefix of the graph tile by tile when that makes the
     arena smaller, growing the model's estimated instructions (per-tile kernel and recomputed
-    halos, estimate.py) by at most max_recompute percent (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments)."""
+    halos, estimate.py) by at most max_recompute percent (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments).
+    input_mode "rows": the input arrives in row bands (NAME_input_rows) into a ring of rows inside
+    the patch stage's scratch, never whole in RAM (plan/patch_rows.py); needs a patch stage."""
     forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
     if forced is None and patch not in ("auto", "off"):
         raise EerieError(f"--patch must be auto or off, not {patch!r}")
     if not 0 <= max_recompute <= 1000:
         raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
+    if input_mode not in ROW_MODES:
+        raise EerieError(f"input_mode must be one of {', '.join(ROW_MODES)}, not {input_mode!r}")
+    rows = input_mode == "rows"
+    if rows and patch == "off":
+        raise EerieError("--input-rows needs a patch stage: use it with --patch auto")
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
@@ -68,7 +77,11 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     with stage("memory plan and its proof"):
         # inputs_in_arena: the inputs get arena slots (NAME_inputK_buffer()), not caller
         # buffers; not for a dynamic batch, whose arena holds one sample
-        in_arena = bool(inputs_in_arena and not getattr(g, "dynamic_batch", None)
+        if rows:
+            if getattr(g, "dynamic_batch", None) or getattr(g, "dynamic_dims", None) is not None:
+                raise EerieError("--input-rows needs fixed input sizes (no dynamic batch or dimensions)")
+            check_rows_graph(g)
+        in_arena = bool(inputs_in_arena and not rows and not getattr(g, "dynamic_batch", None)
                         and getattr(g, "dynamic_dims", None) is None)
         plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
         patching = None
@@ -78,7 +91,13 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
                                              int(sum(low.macs for low in lowered)), forced,
                                              growth, est_before,
-                                             lambda st, g=g: band_scratch(st, g, target, optimize))
+                                             lambda st, g=g: band_scratch(st, g, target, optimize),
+                                             adapt=with_rows if rows else None,
+                                             **({"max_grid": MAX_GRID_ROWS} if rows else {}))
+            if rows and chosen is None:
+                raise EerieError("--input-rows: no patch stage was chosen for this model ("
+                                 + ("none beats the layer-by-layer arena" if patching["candidates"]
+                                    else "no prefix fits --max-recompute") + "), so rows cannot stream")
             if chosen is not None:   # the prefix becomes one op, lowered and planned again
                 g = collapse(g, chosen)
                 lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)
@@ -87,13 +106,16 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
                            for low in lowered if low.scratch_bytes}
                 plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
                 patching["chosen"]["output_over_input_bytes"] = placed_overlap(g, plan, chosen)
+                if rows:
+                    patching["input_rows"] = rows_summary(chosen)
         flash_consts = sum(const_bytes(c) for c in ctx.consts)
         check_limits(name, tgt, plan.arena_bytes, flash_consts, plan.state_bytes)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
         patch_proof = prove_patches(g, plan, {n: s for s, (n, _) in scratch.items()})
         verify_graph(g, "planning")
     with stage("C emission"):
-        files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags)
+        files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags,
+                           rows=rows)
     report = {
         "eerie_c_version": __version__, "model": source, "name": name, "target": target,
         "optimize": optimize,
@@ -174,7 +196,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
                   board=None, arena_budget: int | None = None, stack_budget: int | None = None,
                   max_iterations: int | None = None, inputs_in_arena: bool | None = None,
                   patch: str = "off", max_recompute: float = 20.0,
-                  optimize: str = "balanced") -> CompileResult:
+                  optimize: str = "balanced", input_mode: str = "whole") -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
     Makefile) after checking that the model fits the board's flash and RAM. max_iterations
@@ -187,7 +209,7 @@ def compile_model(model, out_dir=None, target: str | None = None, name: str | No
     flash (report.md shows each layer's choice)."""
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
                                  max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute,
-                                 optimize=optimize)
+                                 optimize=optimize, input_mode=input_mode)
     return finish(res, brd, out_dir)
 
 
@@ -205,8 +227,8 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
                       inputs_in_arena, patch: str = "off",
-                      max_recompute: float = 20.0, optimize: str = "balanced"
-                      ) -> tuple[CompileResult, object]:
+                      max_recompute: float = 20.0, optimize: str = "balanced",
+                      input_mode: str = "whole") -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it
     for `target` (by default the board's, else the host). Returns the result and the Board
     (None without one)."""
@@ -217,7 +239,7 @@ def _load_and_compile(model, target, name, board, arena_budget, stack_budget, ma
         g = load_model(path, name, max_iterations)
     res = compile_graph(g, name, target, source=path.name, arena_budget=arena_budget,
                         stack_budget=stack_budget, patch=patch, max_recompute=max_recompute,
-                        optimize=optimize,
+                        optimize=optimize, input_mode=input_mode,
                         inputs_in_arena=brd is not None if inputs_in_arena is None else inputs_in_arena,
                         before_verify=None if brd is None else _firmware_early(brd))
     if getattr(g, "dynamic_dims", None) is not None:

@@ -106,6 +106,11 @@ def _short_source(src: str) -> str:
     return f"{name}:{m.group(2)}" + (f" ({m.group(3)})" if m.group(3) else "")
 
 
+def describe_rows(info: dict) -> str:
+    from .plan.patch_rows import describe
+    return describe(info)
+
+
 def patch_lines(r: dict) -> list[str]:
     """The planner's patch-stage choice (plan/patch.py): prefix, grid, halo, extra MACs,
     arena before and after; nothing when patches were off."""
@@ -126,7 +131,8 @@ def patch_lines(r: dict) -> list[str]:
         return out + _refused(p)
     out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
             f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
-            f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block)",
+            f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block"
+            + (", after the ring of input rows)" if p.get("input_rows") else ")"),
             f"- stage output over its input: {_b(ch.get('output_over_input_bytes', 0))} shared (no tile "
             f"writes over input a later tile reads; proved byte by byte)",
             f"- extra MACs from recomputed halos: {ch['extra_macs']:,} "
@@ -134,6 +140,7 @@ def patch_lines(r: dict) -> list[str]:
             f"bound {p.get('max_recompute_percent')}%)",
             f"- arena: {_b(p.get('arena_bytes_before'))} layer by layer, {_b(p.get('arena_bytes_after'))} with the stage",
             _instruction_line(r, p, bound),
+            *([f"- {describe_rows(p['input_rows'])}"] if p.get("input_rows") else []),
             "", "| layer | kind | output | largest region per tile (halo included) | patch buffer B | offset |",
             "|---|---|---|---|---:|---:|"]
     for lay in ch["per_layer"]:

@@ -62,7 +62,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
               arena_budget: int | None = None, stack_budget: int | None = None,
               max_iterations: int | None = None, inputs_in_arena: bool | None = None,
               patch: str = "off", max_recompute: float = 20.0,
-              optimize: str = "balanced") -> tuple[list[np.ndarray], dict]:
+              optimize: str = "balanced", input_mode: str = "whole") -> tuple[list[np.ndarray], dict]:
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements). inputs_in_arena
     as for compile_model (on a board the harness then reads the inputs into the arena)."""
@@ -70,7 +70,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
         out_dir = Path(out_dir).resolve()
     res, brd = _load_and_compile(model, target, name, board, arena_budget, stack_budget,
                                  max_iterations, inputs_in_arena, patch=patch, max_recompute=max_recompute,
-                                 optimize=optimize)
+                                 optimize=optimize, input_mode=input_mode)
     if getattr(res.graph, "dynamic_dims", None) is not None:
         # torch dynamic sizes: one inference at the sizes of the given arrays
         outs, report = run_dynamic(res, [[np.asarray(a) for a in inputs]], brd, out_dir, timeout)

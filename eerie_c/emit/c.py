@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..version import __version__
+from ..errors import CompilerBug
 from ..ir import DTYPE_C, DTYPE_NP, Graph
 from ..kernels import Const, Lowered, c_comment
 from ..plan import Plan
@@ -84,7 +85,7 @@ def state_info(g: Graph, plan: Plan) -> list[dict]:
 
 
 def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan,
-               name: str, target: str, source: str, cflags: str) -> dict[str, str]:
+               name: str, target: str, source: str, cflags: str, rows: bool = False) -> dict[str, str]:
     helpers = []
     for low in lowered:
         for h in sorted(low.helpers):
@@ -116,6 +117,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         if low.scratch_bytes:
             params.append("uint8_t *scratch")
             args.append(f"{name}_arena + {plan.scratch[low.fn_name].offset}")
+        params += [f"int {p}" for p in low.int_params]
         op = low.op
         shapes = " + ".join("x".join(map(str, g.t(i).shape)) for i in low.inputs) or "-"
         out_shapes = " + ".join("x".join(map(str, g.t(o).shape)) for o in low.outputs)
@@ -125,7 +127,9 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                           "noinline": low.noinline})
         calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index,
                       "indent": "    " * depth, "raw": None})
+    rows_ctx = rows_info(g, lowered, plan, calls, name) if rows else None
     ctx = {
+        "rows": rows_ctx,
         "version": __version__, "name": name, "NAME": name.upper(), "target": target,
         "source": c_comment(source), "graph": g, "helpers": helpers, "functions": functions, "calls": calls, "declares": declares,
         "consts": [{"name": c.cname, "ctype": c.ctype, "size": int(np.asarray(c.data).size),
@@ -148,6 +152,25 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
         f"{name}.mk": render("model.mk.j2", **ctx),
         f"{name}.cmake": render("model.cmake.j2", **ctx, **cmake_flags(cflags), needs_libm=True),
     }
+
+
+def rows_info(g: Graph, lowered: list[Lowered], plan: Plan, calls: list[dict], name: str) -> dict:
+    """What templates/model_rows.c.j2 needs for row-band input (plan/patch_rows.py): the stage
+    (step 0) is called once per grid row from NAME_input_rows, the other calls once the
+    image's last row has arrived."""
+    low = lowered[0]
+    stage = low.op.attrs["patch"]
+    r = stage.rows
+    if any(c.get("raw") for c in calls):
+        raise CompilerBug("row-band input with control flow in NAME_invoke")
+    scratch = plan.scratch[low.fn_name].offset
+    ring = f"{name}_arena + {scratch}"
+    outs = [_ptr(plan, g, tid, False, name) for tid in low.outputs]
+    return {"stage": low.fn_name, "ring": ring, "ring_rows": r.ring_rows, "ring_bytes": r.ring_bytes,
+            "height": r.height, "row_bytes": r.row_bytes, "grid_rows": len(r.spans),
+            "spans": ", ".join(f"{a}, {b}" for a, b in r.spans), "image_bytes": r.image_bytes,
+            "stage_args": ", ".join([f"(const int8_t *)({ring})"] + outs + [ring]),
+            "rest": calls[1:]}
 
 
 # Flags that fix the core and calling convention: whatever links the model must share them.

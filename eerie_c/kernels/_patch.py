@@ -97,12 +97,14 @@ def lower_patch_stage(op, g, ctx) -> Lowered:
     table = ctx.const(np.asarray(stage.tiles, np.int16).reshape(-1), "int16_t", "tiles",
                       f"per tile ({stage.grid[0]}x{stage.grid[1]} grid), per layer: y0, x0, rows, "
                       f"cols of the output region the layer computes for the tile")
+    rows = getattr(stage, "rows", None)   # --input rows: in0 is the ring, one grid row per call
     body = render("kernels/patch_stage_s8.c.j2", ntiles=len(stage.tiles), nlayers=n, table=table,
-                  layers=layers)
+                  layers=layers, rows=rows is not None, grid_cols=stage.grid[1])
     names = ", ".join(f"op {o.index}" for o in stage.ops)
     return Lowered(body=body, inputs=[stage.tensors[0]], outputs=[stage.tensors[-1]],
                    helpers={"requant", "dsp"}, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
                    # the output may share the input's bytes at the stage's proven shift
                    inplace="shift" if stage.shift is not None else False,
+                   int_params=["tile_row", "base_row"] if rows is not None else [],
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} tiles "
                            f"({stage.grid[0]}x{stage.grid[1]}), {stage.extra_macs} MACs of halo recomputation")

@@ -119,11 +119,18 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                       "per band, per layer: which of the layer's band kernels runs, its input's "
                       "first byte (in the stage input or the previous patch buffer), its output's "
                       "first byte in the stage output (last layer)")
+    rows = getattr(stage, "rows", None)
     lines = ["/* the stage's pointers, before each layer's block names its own in0 / out0 / scratch */",
              "const int8_t *const stage_in = in0;", "int8_t *const stage_out = out0;",
-             "uint8_t *const stage_scratch = scratch;", "int t;",
-             f"for (t = 0; t < {len(stage.tiles)}; ++t) {{",
-             f"    const int32_t *const r = {cname} + t * {4 * n};"]
+             "uint8_t *const stage_scratch = scratch;"]
+    if rows is None:
+        lines += ["int t;", f"for (t = 0; t < {len(stage.tiles)}; ++t) {{",
+                  f"    const int32_t *const r = {cname} + t * {4 * n};"]
+    else:   # --input-rows: one call per band, in0 the ring of input rows from image row base_row
+        lines += ["/* row-band input: one call runs band tile_row; in0 is the ring, whose first row is",
+                  " * image row base_row (plan/patch_rows_proof.py: the ring holds the band's rows) */",
+                  "{", f"    const int32_t *const r = {cname} + tile_row * {4 * n};"]
+    first = stage.layers[0]
     for k, lay in enumerate(stage.layers):
         src = "stage_in" if k == 0 else f"(const int8_t *)(stage_scratch + {stage.buf_offsets[k - 1]})"
         dst = "stage_out" if k == n - 1 else f"(int8_t *)(stage_scratch + {stage.buf_offsets[k]})"
@@ -134,7 +141,10 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             lines.append(f"        const int8_t *const in0 = (const int8_t *)(stage_scratch + "
                          f"{stage.buf_offsets[skips[k] - 1]}) + r[{4 * k + 3}];   /* the skip's rows */")
             xin = "in1"
-        lines += [f"        const int8_t *const {xin} = {src} + r[{4 * k + 1}];",
+        off = f"r[{4 * k + 1}]"
+        if k == 0 and rows is not None:   # offset first: no pointer before the ring's start
+            src, off = "stage_in", f"(r[1] - base_row * {first.in_w * first.in_c})"
+        lines += [f"        const int8_t *const {xin} = {src} + {off};",
                   f"        int8_t *const out0 = {dst} + r[{4 * k + 2}];",
                   f"        uint8_t *const scratch = stage_scratch + {stage.kernel_scratch[k][0]};"
                   f"   /* between the live patch buffers */",
@@ -150,6 +160,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                    helpers=helpers, scratch_bytes=stage.scratch_bytes, macs=stage.patched_macs,
                    inplace="shift" if stage.shift is not None else False,
                    noinline=any(low.noinline for ks in kernels for low in ks),
+                   int_params=["tile_row", "base_row"] if rows is not None else [],
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} row bands, "
                            f"each layer's own kernel per band, {stage.extra_macs} MACs of halo recomputation")
 

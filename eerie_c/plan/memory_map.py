@@ -86,6 +86,18 @@ def _emit(run, rects):
     return res
 
 
+def _tile_loop(st) -> dict:
+    """A patch stage's loop for the picture: how many tiles, and the per-tile buffers (and the
+    ring of input rows with --input-rows) inside its scratch block, offsets within the block."""
+    parts = []
+    rows = getattr(st, "rows", None)
+    if rows is not None:
+        parts.append({"label": f"ring: {rows.ring_rows} input rows", "offset": 0, "size": rows.ring_bytes})
+    for k, (off, size) in enumerate(zip(st.buf_offsets, st.buf_bytes)):
+        parts.append({"label": f"layer {k} tile", "offset": off, "size": size})
+    return {"tiles": len(st.tiles), "grid": list(st.grid), "parts": parts}
+
+
 def memory_map(g: Graph, plan: Plan) -> dict:
     """report.json's "memory_plan": steps are positions in the op list (the order the C runs
     them; aliasing ops such as RESHAPE take a step but no time); a graph input planned in the
@@ -104,9 +116,12 @@ def memory_map(g: Graph, plan: Plan) -> dict:
                 st = op.attrs["patch"]
                 label = (f"patch buffers: {len(st.ops)} layers run in {st.grid[0]}x{st.grid[1]} "
                          f"tiles ({', '.join(layer_name(o.name, o.kind) for o in st.ops)})")
-            out.append({"kind": "scratch", "label": label, "layers": [layer],
-                        "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
-                        "size": b.size, "start": b.start, "end": b.end})
+            entry = {"kind": "scratch", "label": label, "layers": [layer],
+                     "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
+                     "size": b.size, "start": b.start, "end": b.end}
+            if op.kind == "PATCH_STAGE":
+                entry["loop"] = _tile_loop(op.attrs["patch"])
+            out.append(entry)
             continue
         base = plan.tensors[b.key].offset - b.member_offset.get(b.key, 0)
         for part, (start, end, lo, hi, members) in enumerate(_parts(b)):

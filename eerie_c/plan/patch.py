@@ -91,6 +91,9 @@ class PatchPlan:
     # per layer: the index in `tensors` of the skip input its fused ADD reads (CONV_2D_ADD),
     # or None
     skips: list[int | None] | None = None
+    # Row-band input (plan/patch_rows.py RowBands): the stage input is a ring of rows at the
+    # start of the scratch block instead of a whole tensor; None: the whole input.
+    rows: object = None
 
     @property
     def bands(self) -> bool:
@@ -275,8 +278,8 @@ def out_shift(layers: list[Layer], tiles) -> int:
     return best // ALIGN * ALIGN   # floor: any smaller d is safe too
 
 
-def candidates(g, total_macs: int, max_recompute: float, growth=None,
-               kernel_scratch=None) -> tuple[list[PatchPlan], list[dict]]:
+def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scratch=None,
+               adapt=None, max_grid: int = MAX_GRID) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
     compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
@@ -284,7 +287,10 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None,
     None (no estimate for the target) the halo recomputation's extra MACs in percent of the
     model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
     the M3 / RISC-V, estimate.py). kernel_scratch: per layer of the prefix, its kernel's
-    scratch bytes (make_plan). Returns (those plans, per prefix length without one: the cheapest grid refused)."""
+    scratch bytes (make_plan). adapt(plan): the plan as it will run (a ring of input rows,
+    plan/patch_rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
+    axis tried (row bands: up to MAX_BANDS, or max_grid if larger). Returns (those plans, per
+    prefix length without one: the cheapest grid refused)."""
     ops, layers = chain_prefix(g)
     out, refused = [], []
     for n in range(2, len(ops) + 1):
@@ -292,11 +298,13 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None,
             continue
         best = cheapest = None
         last = layers[n - 1]
-        for gy in range(1, min(MAX_BANDS, last.out_h) + 1):
-            for gx in range(1, min(MAX_GRID, last.out_w) + 1):
-                if gy * gx == 1 or (gy > MAX_GRID and gx > 1):
+        for gy in range(1, min(max(MAX_BANDS, max_grid), last.out_h) + 1):
+            for gx in range(1, min(max_grid, last.out_w) + 1):
+                if gy * gx == 1 or (gy > max_grid and gx > 1):
                     continue
                 p = make_plan(ops[:n], layers[:n], (gy, gx), kernel_scratch[:n] if kernel_scratch else None)
+                if p is not None and adapt is not None:
+                    p = adapt(p)   # the stage as it will run (with row-band input: its ring)
                 if p is None:
                     continue
                 mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
@@ -318,7 +326,7 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None,
             refused.append({"layers": n, "grid": list(p.grid), "extra_macs_percent": round(mac_pct, 2),
                             "est_growth_percent": None if est is None else round(est, 2),
                             "reason": f"{what} > bound {max_recompute}% with every grid up to "
-                                      f"{MAX_GRID}x{MAX_GRID} (the cheapest shown)"})
+                                      f"{max_grid}x{max_grid} or {max(MAX_BANDS, max_grid)} row bands (the cheapest shown)"})
     return out, refused
 
 

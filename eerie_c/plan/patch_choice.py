@@ -17,7 +17,7 @@ import copy
 from ..ir import Op
 from .arena import Plan, plan_memory
 from ..errors import EerieError
-from .patch import PatchPlan, candidates, chain_prefix, closed, make_plan, summary
+from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
 
 STAGE = "PATCH_STAGE"
 
@@ -45,14 +45,17 @@ def _shifted(scratch: dict[int, tuple[str, int]], n: int, stage: PatchPlan) -> d
 
 def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in_arena: bool,
                    max_recompute: float, total_macs: int, forced=None, growth=None,
-                   est_before: int | None = None, band_scratch=None) -> tuple[PatchPlan | None, dict]:
+                   est_before: int | None = None, band_scratch=None, adapt=None,
+                   max_grid: int = MAX_GRID) -> tuple[PatchPlan | None, dict]:
     """(the chosen stage or None, what report.json shows of the choice). `scratch` is the
     layer-by-layer graph's (step -> (name, bytes)), `base` its plan. forced: (layers, grid)
     to use exactly that stage whatever it costs (tests, experiments). growth(plan): the
     estimated instruction growth in percent of est_before, the model's estimate layer by layer
     (None for a target without an estimate). band_scratch(plan): per layer, the scratch its
     kernels over the plan's row bands need (kernels/_patch_tiles.py); a candidate planned with
-    less (the layer-by-layer kernel's) is planned again with it."""
+    less (the layer-by-layer kernel's) is planned again with it. adapt(plan): the candidate as
+    it will run (plan/patch_rows.py with_rows: a ring of input rows in its scratch), before
+    planning."""
     tried, refused = [], []
     best = None
     # the layers' own kernels' scratch, which they need over a row band too (make_plan)
@@ -68,14 +71,17 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         if cands[0] is None:
             raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid: its fused "
                              f"ADD needs row bands (a grid N x 1)")
-    else:
-        cands, refused = candidates(g, total_macs, max_recompute, growth, ks)
+        if adapt is not None:
+            cands = [adapt(c) for c in cands]
+    else:   # candidates() adapts them itself
+        cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid)
     for i, cand in enumerate(cands):
         if cand.bands and band_scratch is not None:
             need = band_scratch(cand)
             if any(b > have for b, (_, have) in zip(need, cand.kernel_scratch)):
-                cand = cands[i] = make_plan(cand.ops, cand.layers, cand.grid,
-                                            [max(b, have) for b, (_, have) in zip(need, cand.kernel_scratch)])
+                cand = make_plan(cand.ops, cand.layers, cand.grid,
+                                 [max(b, have) for b, (_, have) in zip(need, cand.kernel_scratch)])
+                cand = cands[i] = adapt(cand) if adapt is not None else cand   # the ring again
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,

@@ -180,6 +180,7 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
 def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
     """Prove every patch stage of the planned graph g; None when there is none."""
     stages = 0
+    rows_checks = []
     for step, op in enumerate(g.ops):
         if op.kind != STAGE:
             continue
@@ -191,10 +192,21 @@ def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
         block = plan.scratch[blocks[0]].size
         geo = _prove_chain(g, op, stage, where)
         _prove_tiles(stage, geo, block, where)
+        if getattr(stage, "rows", None) is not None:   # --input rows: the ring of input rows
+            from .patch_rows_proof import prove_rows
+            g0 = geo[0]
+
+            def touched(regions, g0=g0):
+                y0, _, rows, _ = (int(v) for v in regions[0])
+                return _touched(y0, rows, g0["sh"], g0["pad_t"], g0["kh"], g0["dh"], g0["in_h"])
+            rows_checks.append(prove_rows(stage, g0, touched, block, where))
         stages += 1
     if not stages:
         return None
-    return {"check": "patch_plan", "ok": True, "stages": stages}
+    out = {"check": "patch_plan", "ok": True, "stages": stages}
+    if rows_checks:
+        out["input_rows"] = rows_checks
+    return out
 
 
 def prove_shift(g, op, in_offset: int, out_offset: int) -> None:

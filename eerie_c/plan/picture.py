@@ -3,7 +3,8 @@
 x = execution step, y = arena offset, one numbered rectangle per buffer, a key beside the plot
 (number -> what lives there, bytes, offset, steps) so even a 12-byte buffer is identified, the
 arena size and the peak marked above the plot. The SVG carries ids a test (or a script) can
-use: rectangle `buf-N`, its number `num-N`, key cells `key-N-steps|bytes|offset|label`, the
+use: rectangle `buf-N`, its number `num-N`, a patch stage's loop `patch-loop-N` (its per-tile
+buffers `patch-loop-N-part-K` and the bracket's label `patch-loop-N-label`, "x T tiles"), key cells `key-N-steps|bytes|offset|label`, the
 axes `x-axis` / `y-axis` with one `x-tick-N` / `y-tick-N` group (mark and label) per tick.
 
 The picture is a list of primitives (picture_scene) built here, then written as SVG text
@@ -126,6 +127,34 @@ def _buffers(scene: Scene, g: Geometry, bufs: list[dict]) -> None:
                        width=0.5, hatch=r["kind"] == "scratch", id=f"buf-{r['id']}"))
 
 
+def _tile_loops(scene: Scene, g: Geometry, bufs: list[dict]) -> list:
+    """A patch stage drawn as a loop: its per-tile buffers (and ring of input rows) outlined
+    inside its scratch rectangle, and a bracket beside it labelled with the trip count
+    ("x 48 tiles, 6x8"), ids `patch-loop-N`, `patch-loop-N-label`, `patch-loop-N-part-K`.
+    Returns the label boxes, which no buffer number may cover."""
+    boxes = []
+    for r in bufs:
+        loop = r.get("loop")
+        if not loop:
+            continue
+        bx0, by0, bx1, by1 = g.box(r)
+        group = Group(f"patch-loop-{r['id']}")
+        for k, part in enumerate(loop["parts"]):
+            top, bottom = g.y(r["offset"] + part["offset"] + part["size"]), g.y(r["offset"] + part["offset"])
+            group.items.append(Rect(bx0 + 1.5, top, bx1 - bx0 - 3, bottom - top, stroke="#000000", width=0.6,
+                                    id=f"patch-loop-{r['id']}-part-{k}"))
+        # the bracket: from the block's top to its bottom, just right of the rectangle
+        bx = bx1 + 3
+        group.items.append(Line([(bx - 2.5, by0), (bx, by0), (bx, by1), (bx - 2.5, by1)], width=0.9))
+        gy, gx = loop["grid"]
+        label = Text(bx + 2, (by0 + by1) / 2, [f"x {loop['tiles']} tiles ({gy}x{gx})"], 6.5, va="center",
+                     bg=("#ffffff", 0.8), id=f"patch-loop-{r['id']}-label")
+        group.items.append(label)
+        scene.add(group)
+        boxes.append(label.box())
+    return boxes
+
+
 def _marks(scene: Scene, g: Geometry, mp: dict) -> tuple:
     """The arena size (dashed line, label above every rectangle) and the peak (shaded step,
     named above the plot). Returns the arena label's box, which no number may cover."""
@@ -170,8 +199,9 @@ def memory_scene(mp: dict, name: str) -> Scene:
     step = mp["peak_step"]   # the peak's step, shaded under everything
     scene.add(Rect(g.x(step - 0.5), y0, g.x(step + 0.5) - g.x(step - 0.5), y1 - y0, fill="#ff0000", opacity=0.08))
     _buffers(scene, g, bufs)
+    loops = _tile_loops(scene, g, bufs)
     arena_label = _marks(scene, g, mp)
-    place_numbers(scene, bufs, {r["id"]: g.box(r) for r in bufs}, _short, g.frame, avoid=[arena_label])
+    place_numbers(scene, bufs, {r["id"]: g.box(r) for r in bufs}, _short, g.frame, avoid=[arena_label] + loops)
     scene.add(Rect(x0, y0, x1 - x0, y1 - y0, stroke="#000000", width=0.8))
     _axes(scene, g, mp["steps"])
     scene.add(Text(g.width / 2, 0.08 * PT, [f"{ascii_label(name)}: activation arena plan ({mp['arena_bytes']:,} B, "
