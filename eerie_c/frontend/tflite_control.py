@@ -22,7 +22,6 @@ init runs on the first invocation (and again after NAME_reset_state()).
 """
 from __future__ import annotations
 
-import operator
 import re
 
 import numpy as np
@@ -31,15 +30,12 @@ from ..errors import EerieError
 from ..ir import SHAPE_ONLY, Graph, Op, Tensor
 from .flatbuffer_check import malformed
 from .op_rules import check_op
+from .tflite_trips import prove_trips
 
 CONTROL_KINDS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
-# A counted loop is proved by running its counter at compile time, up to this many trips.
-MAX_PROVED_TRIPS = 1_000_000
 # Each IF / WHILE / CALL_ONCE gets its own copy of the subgraphs it runs, so a hostile file whose
 # subgraphs each call the next one twice would inline 2**depth copies; cap the total.
 MAX_INLINED_OPS = 10_000
-_COMPARE = {"LESS": operator.lt, "LESS_EQUAL": operator.le, "GREATER": operator.gt,
-            "GREATER_EQUAL": operator.ge, "EQUAL": operator.eq, "NOT_EQUAL": operator.ne}
 
 
 def expand_control(g: Graph, resources: set[str], read, n_subgraphs: int,
@@ -80,10 +76,6 @@ def _same_quant(a: Tensor, b: Tensor) -> bool:
         return a.quant is None and b.quant is None
     return (a.quant.axis == b.quant.axis and np.array_equal(a.quant.scale, b.quant.scale)
             and np.array_equal(a.quant.zero_point, b.quant.zero_point))
-
-
-def _wrap32(v: int) -> int:
-    return (v + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
 class _Expander:
@@ -378,7 +370,7 @@ class _Expander:
             keep.append(k)
         cond_g.outputs = cond_out
         body_g.outputs = [body_out[k] for k in keep]
-        proved = self._prove_trips(inits, vs, cond_g, body_g, body_out)
+        proved = prove_trips(self.g.tensors, self.resources, inits, vs, cond_g, body_g, body_out)
         if proved is not None:
             bound, source = proved, "proved"
         elif self.max_iterations is not None:
@@ -410,89 +402,6 @@ class _Expander:
         # `if (done) {} else {init}`: the flag starts at zero, so no negation is needed.
         return Op("IF", [flag], [], {}, f"call_once {op.index}", op.index,
                   regions=[Graph(f"{self.g.name}_call_once_skip", self.g.tensors, [], [], []), init_g])
-
-    # --- compile-time trip count --------------------------------------------------------------
-
-    def _prove_trips(self, inits, vs, cond_g: Graph, body_g: Graph, body_out) -> int | None:
-        """Most body runs of a loop whose condition (or one side of its LOGICAL_AND) compares
-        an int32 counter, started at a constant and stepped by a constant ADD / SUB in the
-        body, with a constant; None when the loop does not have that form."""
-        cprod = {t: o for o in cond_g.ops for t in o.outputs}
-        bprod = {t: o for o in body_g.ops for t in o.outputs}
-        carried = {v: k for k, v in enumerate(vs)}
-
-        def origin(t, prod):
-            for _ in range(64):   # follow copies back to their source
-                o = prod.get(t)
-                if o is None or o.kind != "CF_COPY":
-                    break
-                t = o.inputs[0]
-            return t
-
-        def const_int(t):
-            x = self.g.tensors.get(t)
-            if x is not None and x.is_const and x.size == 1 and x.dtype == "int32":
-                return int(np.asarray(x.data).reshape(-1)[0])
-            return None
-
-        def value(t):
-            """A compile-time value: a constant, or a loop value the body hands back unchanged."""
-            t = origin(t, cprod)
-            v = const_int(t)
-            if v is None and t in carried:
-                k = carried[t]
-                if body_out[k] not in self.resources and origin(body_out[k], bprod) == t:
-                    v = const_int(inits[k])
-            return v
-
-        def counter(t):
-            """(start, step) of a loop value stepped by a constant in the body."""
-            t = origin(t, cprod)
-            if t not in carried:
-                return None
-            k = carried[t]
-            x = self.g.t(t)
-            start = const_int(inits[k])
-            p = bprod.get(origin(body_out[k], bprod)) if body_out[k] not in self.resources else None
-            if start is None or x.dtype != "int32" or x.size != 1 or p is None or len(p.inputs) != 2:
-                return None
-            if p.attrs.get("fused_activation_function", "NONE") not in ("NONE", None, 0):
-                return None
-            a, b = (origin(i, bprod) for i in p.inputs)
-            if p.kind == "ADD" and a == t and const_int(b) is not None:
-                return start, const_int(b)
-            if p.kind == "ADD" and b == t and const_int(a) is not None:
-                return start, const_int(a)
-            if p.kind == "SUB" and a == t and const_int(b) is not None:
-                return start, -const_int(b)
-            return None
-
-        def bound(t, depth=0):
-            p = cprod.get(origin(t, cprod))
-            if p is None or depth > 16:
-                return None
-            if p.kind in ("LOGICAL_AND", "LOGICAL_OR") and len(p.inputs) == 2:
-                b = [bound(i, depth + 1) for i in p.inputs]
-                if p.kind == "LOGICAL_AND":
-                    b = [x for x in b if x is not None]
-                    return min(b) if b else None
-                return None if None in b else max(b)
-            if p.kind not in _COMPARE or len(p.inputs) != 2:
-                return None
-            cmp = _COMPARE[p.kind]
-            for side in (0, 1):
-                c, other = counter(p.inputs[side]), value(p.inputs[1 - side])
-                if c is None or other is None:
-                    continue
-                v, step = c
-                for n in range(MAX_PROVED_TRIPS + 1):
-                    if not (cmp(v, other) if side == 0 else cmp(other, v)):
-                        return n
-                    v = _wrap32(v + step)
-                return None
-            return None
-
-        return bound(cond_g.outputs[0])
 
     # --- state tensors -----------------------------------------------------------------------
 
