@@ -7,7 +7,8 @@ Formats (layouts and proofs: _fc_pack.py; kernels: templates/helpers/fc_dsp*.c.j
 * "s16":  weights stored sign-extended, 4 rows per block (fc_dsp_s16): 15 per 16 MACs, twice
           the bytes (--optimize speed only);
 * "p4":   4-bit fields, 4 rows per block (fc_dsp_p4): 18 per 16 MACs, half the bytes,
-          plus a correction entry (2 B, ~6.6 instructions) per weight outside [-8, 8);
+          plus |k| correction entries (1 B, 2 B for depths over 256; ~5 instructions each)
+          per weight w' + 16 k outside [-8, 8);
 * "p556": 5/5/6-bit fields, 3 rows per block (fc_dsp_p556): 14 per 12 MACs, 2/3 of the
           bytes, plus corrections for weights outside [-16, 16) (rows 0, 1) or [-32, 32) (row 2;
           rows are reordered so the third of them with most to gain get the 6-bit field).
@@ -50,8 +51,8 @@ BYTES_PER_INSTRUCTION = 0.25
 # formats also each row's correction-list set-up), each correction entry, and the input
 # sum of the packed formats per group.
 PER_GROUP = {"s8": 21.5, "mix": 17.5, "p4": 18.5, "p556": 14.5, "s16": 15.5}
-PER_BLOCK = {"s8": 63, "mix": 67, "p4": 130, "p556": 124, "s16": 63}
-PER_ENTRY = 6.6
+PER_BLOCK = {"s8": 63, "mix": 67, "p4": 128, "p556": 117, "s16": 63}
+PER_ENTRY = 5
 SUM_PER_GROUP = 5
 
 
@@ -70,7 +71,7 @@ def flash_bytes(enc: dict) -> int:
     order, bias."""
     n = 4 * enc["weights"].size + 4 * enc["up"]
     if "fix" in enc:
-        n += 2 * enc["fix_n"].size + 2 * max(1, enc["fix"].size)
+        n += 4 * enc["fix_n"].size + enc["fix"].itemsize * max(1, enc["fix"].size)
     if "perm" in enc:
         n += 2 * enc["perm"].size
     return n

@@ -69,12 +69,14 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
              bias=ctx.const(pad_to(folded.astype(np.int32), (up,)), "int32_t", "bias",
                             "bias with the input zero point folded in"))
     if "fix" in enc:
-        v["fix_n"] = ctx.const(enc["fix_n"], "uint16_t", "fix_n",
-                               "weights outside their field, per row (fix entries)")
+        v["fix_n"] = ctx.const(enc["fix_n"], "uint32_t", "fix_n",
+                               "corrections per row: n+ | n- << 16 (fix entries)")
         if "perm" in enc:
             v["perm"] = ctx.const(enc["perm"], "uint16_t", "perm", "output row of each stored row")
-        v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, np.int16), "int16_t",
-                             "fix", "column | k << 11: weight = field + k * 2^bits")
+        ctype = "uint8_t" if enc["fix"].dtype == np.uint8 else "uint16_t"
+        v["fix_wide"] = int(ctype == "uint16_t")
+        v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, enc["fix"].dtype), ctype,
+                             "fix", "columns of weights = field + 2^bits (n+), - 2^bits (n-) per row")
     v["act_min"], v["act_max"] = activation_range_int(act, y)
     v["choice"] = f"weights {fmt} ({enc.get('why', 'the only DSP format here')})"
     return v

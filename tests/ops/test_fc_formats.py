@@ -132,11 +132,16 @@ def decode(enc: dict, units: int, depth: int) -> np.ndarray:
         rows.append(f - (1 << (b - 1)) if r < nrow - 1 else ((f ^ (1 << (b - 1))) - (1 << (b - 1))))
         shift += b
     w = np.stack(rows, axis=1).reshape(-1, dp)
+    assert enc["fix"].dtype == (np.uint8 if dp <= 256 else np.uint16)
     pos = 0
-    for r, n in enumerate(enc["fix_n"]):
-        for e in enc["fix"][pos:pos + n].astype(np.int64):
-            w[r, e & 0x7ff] += (e >> 11) << bits[r % nrow]
-        pos += n
+    for r, counts in enumerate(enc["fix_n"].astype(np.int64)):
+        n_plus, n_minus = counts & 0xffff, counts >> 16
+        for c in enc["fix"][pos:pos + n_plus].astype(np.int64):
+            w[r, c] += 1 << bits[r % nrow]
+        for c in enc["fix"][pos + n_plus:pos + n_plus + n_minus].astype(np.int64):
+            w[r, c] -= 1 << bits[r % nrow]
+        pos += n_plus + n_minus
+    assert pos == enc["fix"].size
     return w[:units, :depth]
 
 
@@ -180,6 +185,12 @@ def test_bounds_fall_back():
     # packed: a column index needs more than 11 bits
     assert _fc_pack.encode("p4", np.zeros((4, 2048), np.int64), zero) is None
     assert _fc_pack.encode("p4", np.zeros((4, 2044), np.int64), zero) is not None
+    # packed: a row needs more than 65535 columns of one sign (each correction |k| times)
+    w = np.zeros((4, 2044), np.int64)
+    w[0] = np.tile([1, -1], 1022) * 127                 # p4: k = +-8 at 1022 columns each
+    assert _fc_pack._corrections(np.array([[0] * 3 + [7] * 9362 + [1]]), 9366) is not None  # 65535
+    assert _fc_pack._corrections(np.array([[0] * 3 + [-7] * 9362 + [-2]]), 9366) is None   # 65536
+    assert _fc_pack.encode("p4", w, zero) is not None
     # packed: a row's sums with a huge bias
     w = np.ones((4, 8), np.int64)
     assert _fc_pack.encode("p4", w, np.array([2 ** 31 - 10, 0, 0, 0])) is None
