@@ -24,7 +24,7 @@ from tflite_builder import ACT, ModelBuilder
 
 from test_dsp_kernels import check_dsp_board, dsp_target_run
 
-FORMATS = ["s8", "mix", "p4", "p556", "s16"]
+FORMATS = ["s8", "mix", "p4", "p556", "s16", "p556+s8"]
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 needs_board = pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                                  reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
@@ -68,8 +68,20 @@ def fc_weights_model(w: np.ndarray, batches: int, act: str, per_channel: bool, s
 
 
 def kernels_used(c_source: str) -> list[str]:
-    """The FC kernels called, in layer order ("s8", "mix", "p4", "p556")."""
+    """The FC kernels called, in layer order ("s8", "mix", "p4", "p556"; a split layer's
+    int8 rows: a second call)."""
     return [m.removeprefix("eerie_fc_") for m in re.findall(r"(eerie_fc_\w+)\(xs", c_source)]
+
+
+def check_kernels(c_source: str, fmt: str) -> None:
+    """The layer uses format fmt ("p556+s8": p556 with its rows that have corrections in a
+    second, int8 call, scattered to their rows)."""
+    used = kernels_used(c_source)
+    if fmt == "p556+s8":
+        assert used in (["p556", "mix"], ["p556", "s8"]), used
+        assert re.search(r"out0\[b \* \d+ \+ \w+_rows\[i\]\] = ys\[i\];", c_source)
+    else:
+        assert used == [fmt], used
 
 
 CASES = [
@@ -90,7 +102,7 @@ def test_fc_format_host(tmp_path, monkeypatch, fmt, case):
     monkeypatch.setattr(_fc_formats, "FORCE", fmt)
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
-    assert kernels_used(compile_model(p, target="cortex-m4", name="m").files["m.c"]) == [fmt]
+    check_kernels(compile_model(p, target="cortex-m4", name="m").files["m.c"], fmt)
     xs = [random_inputs([batches, depth], "int8", 4, seed=3)]
     ref = tflm_run(model, xs)[0]
     assert len(np.unique(ref)) > 8, "outputs should not all saturate"
@@ -99,7 +111,7 @@ def test_fc_format_host(tmp_path, monkeypatch, fmt, case):
 
 @needs_board
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
-@pytest.mark.parametrize("fmt", ["mix", "p4", "p556", "s16"])
+@pytest.mark.parametrize("fmt", ["mix", "p4", "p556", "s16", "p556+s8"])
 @pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2]], ids=["u11-d37", "u7-d44", "u10-d130"])
 def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
     """The same layers on the real instructions (QEMU mps2-an386 and the M7, mps2-an500)."""
@@ -107,7 +119,7 @@ def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
     w = engineered_weights(units, depth, seed=units, minus128=fmt != "mix")
     model = fc_weights_model(w, batches, act, per_channel)
     monkeypatch.setattr(_fc_formats, "FORCE", fmt)
-    assert kernels_used(check_dsp_board(tmp_path, model, [batches, depth], board, seed=4, n=3)) == [fmt]
+    check_kernels(check_dsp_board(tmp_path, model, [batches, depth], board, seed=4, n=3), fmt)
 
 
 def decode(enc: dict, units: int, depth: int) -> np.ndarray:
@@ -198,13 +210,16 @@ def test_bounds_fall_back():
 
 def test_format_choice_on_shared_models(models_dir, monkeypatch):
     """ad01's layers 0, 2 and 3 are packed (what its flash target needs: they save the most
-    bytes per instruction added), layer 1 and 6 (under 1 B per instruction), its wide-weight
-    layers and every FC layer of the other models stay int8 (mixed rows); PACK = False and
-    the M55 (whose FC layers use Helium) keep int8."""
+    bytes per instruction added; layer 0 with its rows of many corrections int8, a second
+    call), layer 1 and 6 (under 1 B per instruction), its wide-weight layers and every FC
+    layer of the other models stay int8 (mixed rows); PACK = False and the M55 (whose FC
+    layers use Helium) keep int8."""
     ad01 = models_dir / "ad01_int8.tflite"
-    used = kernels_used(compile_model(ad01, target="cortex-m4", name="m").files["m.c"])
-    assert used[:4] == ["p556", "mix", "p4", "p4"], used
-    assert used[4:] == ["mix"] * 6, used
+    src = compile_model(ad01, target="cortex-m4", name="m").files["m.c"]
+    used = kernels_used(src)
+    assert used[:5] == ["p556", "mix", "mix", "p4", "p4"], used
+    assert used[5:] == ["mix"] * 6, used
+    assert "ys, 6, 160, 23, 0" in src   # layer 0: 23 of its 128 rows int8 (6 blocks of 4)
     for model in ("kws_ref_model", "vww_96_int8", "pretrainedResnet_quant"):
         src = compile_model(models_dir / f"{model}.tflite", target="cortex-m7", name="m").files["m.c"]
         assert set(kernels_used(src)) == {"mix"}, model
