@@ -170,6 +170,28 @@ def test_encodings_round_trip(fmt, units, depth):
     np.testing.assert_array_equal(decode(enc, units, depth), w)
 
 
+@pytest.mark.parametrize("units,depth", [(11, 37), (10, 130), (128, 640)])
+def test_split_round_trip(units, depth):
+    """A split p556 layer: its packed rows (perm: output rows) and its int8 rows (split
+    rows) give back every weight once; the rule's heavy rows are those with most corrections."""
+    w = engineered_weights(units, depth, seed=depth)
+    full = _fc_pack.encode("p556", w, np.zeros(units, np.int64))
+    heavy = _fc_formats.heavy_rows(full)
+    with_fix = np.sort(full["perm"][full["fix_n"][:units] != 0].astype(np.int64))
+    rows = heavy if 0 < heavy.size < units else with_fix   # small layers: every row is heavy
+    enc = _fc_formats.encode_split(w, np.zeros(units, np.int64), rows)
+    assert enc is not None and 0 < rows.size < units
+    perm, part = enc["perm"].astype(np.int64), enc["split"]["enc"]
+    assert sorted(np.concatenate([perm, enc["split"]["rows"]]).tolist()) == list(range(units))
+    np.testing.assert_array_equal(decode(enc, perm.size, depth), w[perm])
+    if part["fmt"] == "mix":
+        np.testing.assert_array_equal(decode(part, rows.size, depth), w[rows])
+    counts = (full["fix_n"] & 0xFFFF).astype(np.int64) + (full["fix_n"] >> 16)
+    by_row = dict(zip(full["perm"].tolist(), counts.tolist()))
+    if rows is heavy:   # every heavy row has more corrections than any row kept packed
+        assert min(by_row[r] for r in heavy) > max(by_row[r] for r in perm)
+
+
 def test_bounds_fall_back():
     """Each format's compile-time proof refuses what its int32 arithmetic could not do
     exactly, and the choice then keeps a format that can."""
