@@ -11,13 +11,18 @@ Formats (layouts and proofs: _fc_pack.py; kernels: templates/helpers/fc_dsp*.c.j
           per weight w' + 16 k outside [-8, 8);
 * "p556": 5/5/6-bit fields, 3 rows per block (fc_dsp_p556): 14 per 12 MACs, 2/3 of the
           bytes, plus corrections for weights outside [-16, 16) (rows 0, 1) or [-32, 32) (row 2;
-          rows are reordered so the third of them with most to gain get the 6-bit field).
+          rows are reordered so the third of them with most to gain get the 6-bit field);
+  split:  p556 with its rows of many corrections int8 ("mix", else "s8") in a second kernel
+          call, whose outputs are scattered to their rows (encode_split, heavy_rows).
 
 The rule: the int8 format is "mix" when its bounds hold, else "s8". A packed format replaces
 it when it saves at least MIN_SAVED_BYTES of flash and at least BYTES_PER_INSTRUCTION bytes
 for every instruction per inference it adds (estimated below, per batch row times batches);
-of those that qualify the smallest wins. Packing only pays for large layers whose weights
-are mostly small (ad01's first four layers); small layers (the classifier heads of kws, vww,
+of those that qualify the smallest wins. The same price applies per row of a p556 layer: the
+rows whose packing saves less than BYTES_PER_INSTRUCTION bytes per instruction it adds are
+int8 (the split replaces the whole-layer p556 when it runs fewer instructions for at most
+that many bytes per instruction saved). Packing only pays for large layers whose weights
+are mostly small (ad01's layers 0, 2 and 3); small layers (the classifier heads of kws, vww,
 resnet) and layers with wide weights stay int8.
 
 --optimize speed stores every layer's weights sign-extended ("s16", fewest instructions),
@@ -25,8 +30,8 @@ resnet) and layers with wide weights stay int8.
 (about a format kernel's code); balanced (the default) is the rule above.
 
 PACK = False keeps every layer int8; FORCE = "s8" / "mix" / "p4" / "p556" gives every layer
-that format where its bounds hold (else int8), for tests of small layers the rule would
-leave alone.
+that format where its bounds hold (else int8), "p556+s8" p556 with every row that has a
+correction int8 (a split), for tests of small layers the rule would leave alone.
 """
 from __future__ import annotations
 
@@ -42,10 +47,11 @@ MIN_SAVED_BYTES = 2048
 # --optimize size: a packed format must save at least about its kernel's code (each of
 # fc_dsp_p4 / fc_dsp_p556 is under 1 KiB of Thumb-2), else the firmware grows (vww's classifier)
 SIZE_MIN_SAVED_BYTES = 1024
-# a packed layer must save at least 1 B of flash per instruction per inference it adds: on
-# ad01 (M4) this keeps packed the layers that buy most bytes per instruction (0: 2.4 B, 3: 1.5,
-# 2: 1.2) and leaves int8 layers 1 (0.96) and 6 (0.59): 363K -> 348K instructions for +10.7 KB,
-# the firmware still 4.6 KB under issue 6's flash target (0.8x TFLM's)
+# a packed layer (or row of a p556 layer) must save at least 1 B of flash per instruction per
+# inference it adds: on ad01 (M4) this keeps packed the layers that buy most bytes per
+# instruction (0: 2.4 B, 3: 1.5, 2: 1.2), leaves int8 layers 1 (0.96) and 6 (0.59) and 23
+# rows of layer 0: 363K -> 342K instructions for +14 KB, the firmware 241,528 B, under issue
+# 6's flash target (0.8x TFLM's, 242,813 B)
 BYTES_PER_INSTRUCTION = 1.0
 
 # Instruction estimates per call (one batch row), fitted to per-layer counts on the
