@@ -134,7 +134,8 @@ def lower_fully_connected(op, g, ctx):
                 return Lowered(body=body, inputs=[x.id], outputs=[y.id],
                                helpers={"requant", "dsp"} | {HELPERS[p["fmt"]] for p in fmts}
                                | ({"dsp_fc"} if any(p["fmt"] not in ("s8", "s16") for p in fmts)
-                                  else set()),
+                                  else set())
+                               | ({"dsp_fc_fix"} if any("fix" in p for p in fmts) else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth, choice=dsp["choice"])
         if (has_rv(ctx.target) and batches * units * depth > 0
