@@ -108,6 +108,7 @@ def pairs_vars(win, in_w: int, in_c: int, zero_point: int, act_min: int, act_max
             helpers.add(f"dw_pairs:{arg}")
             fns.append(f"eerie_dw_pairs{n}{p0 % 2}{v}_{2 * pwp}_{in_c}_{_num(act_min)}_{_num(act_max)}")
         out.append(dict(ox0=ox0, n=n, word=p0 // 2, fns=fns))
-    v = dict(pwp=pwp, xoff=xoff, blocks=out,
+    helpers.add(f"dw_extend:{in_w} {in_c} {3 * pwp // 2}")
+    v = dict(pwp=pwp, xoff=xoff, blocks=out, extend=f"eerie_dw_extend_{in_w}_{in_c}_{3 * pwp // 2}",
              zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
     return v, helpers, 6 * in_c * pwp
