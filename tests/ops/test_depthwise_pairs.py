@@ -30,7 +30,7 @@ def _model(case):
 
 
 def _is_pairs(code: str) -> None:
-    assert "smlabt" in code and "per channel: doubled folded bias, (w0, w1)" in code, \
+    assert "static void eerie_dw_pairs" in code and "per channel: doubled folded bias, (w0, w1)" in code, \
         "the pairs kernel is the one under test"
 
 
