@@ -19,10 +19,12 @@ acc < 0), where the sum is radd - 1 instead of radd; both shift to the same valu
 radd = 2^(rshift-1) mod 2^rshift and rshift >= 1, which s2_vars checks per channel (it holds
 for every radd fast_requant_values makes). One instruction less per output.
 
-Borders: windows that overlap the padding are copied into a 3x3 window in scratch (the input
-zero point outside the image, cancelled by the folded bias) and run by a second copy of the
-same assembly, whose row stride is the window's: scratch 9 * in_c bytes, only when the layer
-has such windows.
+The assembly sits in out-of-line functions shared by layers of one shape (helpers/dw_s2.c.j2):
+per output row one call runs the windows inside the image (kept out of NAME_invoke, so gcc's
+register allocation of the other layers inlined there does not move). Borders: windows that
+overlap the padding are copied into a 3x3 window in scratch (the input zero point outside
+the image, cancelled by the folded bias) and run one at a time with the window's row stride:
+scratch 9 * in_c bytes, only when the layer has such windows.
 """
 from __future__ import annotations
 
@@ -63,6 +65,11 @@ def s2_stream(wk, dfb, mult, radd, rshift, in_c: int) -> np.ndarray:
     return words.astype(np.uint32)
 
 
+def helper_name(arg: str) -> str:
+    """The C name of helper "dw_s2:arg" (templates/helpers/dw_s2.c.j2 makes the same)."""
+    return "eerie_dw_s2_" + "_".join(arg.replace("-", "m").split())
+
+
 def s2_vars(ctx, x, w, y, wk, bias, win, act, what) -> dict | None:
     """The template's inputs, or None when the layer must keep another kernel: another
     geometry, the fast requantization not exact, or its rounding term not of the form the
@@ -89,9 +96,14 @@ def s2_vars(ctx, x, w, y, wk, bias, win, act, what) -> dict | None:
     act_min, act_max = activation_range_int(act, y)
     border = not (win.pad_t == 0 and win.pad_l == 0
                   and 2 * (win.out_h - 1) + 2 < in_h and 2 * (win.out_w - 1) + 2 < in_w)
-    return dict(s2=True, s2_table=ctx.const(words.view(np.int32).reshape(-1), "int32_t", "dw_s2_stream",
+    # the interior columns (the template's ox_lo .. ox_hi): one run per output row
+    ox_lo, ox_hi = (win.pad_l + 1) // 2, min((in_w - 3 + win.pad_l) // 2, win.out_w - 1)
+    clamp = f"{act_min} {act_max}"
+    run = f"{in_c} {in_w * in_c} {ox_hi - ox_lo + 1} {clamp}" if ox_lo <= ox_hi else None
+    one = f"{in_c} {3 * in_c} 1 {clamp}" if border else None
+    helpers = {f"dw_s2:{h}" for h in (run, one) if h}
+    return dict(s2=True, s2_helpers=helpers, s2_run=run and helper_name(run), s2_one=one and helper_name(one), s2_table=ctx.const(words.view(np.int32).reshape(-1), "int32_t", "dw_s2_stream",
                                             "per 4 channels: doubled folded bias, per kernel row "
                                             "(w0, w1) of each channel and (w2 of c0, c2), (w2 of c1, c3), "
                                             "doubled, then (multiplier, radd) per channel, rshift"),
-                zp=x.zero_point, s2_border=border, act_min=act_min, act_max=act_max,
-                scratch=9 * in_c if border else 0)
+                zp=x.zero_point, s2_border=border, scratch=9 * in_c if border else 0)

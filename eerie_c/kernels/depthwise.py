@@ -151,7 +151,7 @@ def lower_depthwise_conv2d(op, g, ctx):
         s2 = dsp and ctx.optimize != "size" and s2_vars(ctx, x, w, y, wk, bias, win, act, what)
         if s2:
             v.update(s2)
-            scratch = s2["scratch"]
+            scratch, pair_helpers = s2["scratch"], s2["s2_helpers"]
         elif dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what,
