@@ -195,6 +195,13 @@ def lower_depthwise_conv2d(op, g, ctx):
             pre, extra = dw_size_preamble(v, offset)
             body, scratch = pre + body, offset + extra
             helpers |= {"conv_pack"}
+    # The strided DSP kernel out of line: inlined into NAME_invoke, gcc 12's allocation of its
+    # loop moved with every change elsewhere in the model (with the out-of-line pairs blocks,
+    # vww's 48x48x16 layer on the M7 went 311,760 -> 744,480 instructions); in its own
+    # function it keeps its code (321,080 there, the M4 unchanged). Not in size mode, where
+    # it cost the M7 64k instructions and flash 128 bytes.
+    strided = (x.dtype == "int8" and v.get("dsp") and not v.get("pairs") and not v.get("rows")
+               and ctx.optimize != "size")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,
-                   choice=v.get("size_why", ""))
+                   choice=v.get("size_why", ""), noinline=bool(strided))
