@@ -23,6 +23,7 @@ from ._quant import activation_range_float, activation_range_int, per_channel_mu
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_pack import dw_size_preamble, dw_size_vars
 from ._conv_rules import folded_bias, ring_inplace
+from ._depthwise_s2 import s2_vars
 from ._dw_pairs import pairs_ok, pairs_table, pairs_vars
 from ._f32 import depthwise_vars as depthwise_f32_vars
 from ._rv import has_rv
@@ -146,7 +147,12 @@ def lower_depthwise_conv2d(op, g, ctx):
                                macs=batches * win.out_h * win.out_w * out_c * kh * kw)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
         v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
-        if dsp:
+        # 3x3 stride 2 on the DSP cores: its own kernel when it applies (_depthwise_s2.py)
+        s2 = dsp and ctx.optimize != "size" and s2_vars(ctx, x, w, y, wk, bias, win, act, what)
+        if s2:
+            v.update(s2)
+            scratch, pair_helpers = s2["scratch"], s2["s2_helpers"]
+        elif dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what,
                                    pairs=pairs_ok(win, in_c, in_w) and ctx.optimize != "size"))
