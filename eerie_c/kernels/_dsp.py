@@ -174,7 +174,8 @@ def dsp_conv_helpers(v: dict) -> set[str]:
     if v.get("shared"):
         helpers.add("gemm_dsp")
         if v.get("unrolled"):
-            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else ""))
+            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else "")
+                        + (" d" if v.get("dcols") else ""))
     return helpers
 
 

@@ -271,9 +271,15 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             fbias = dfb
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
+            # under speed from doubled weights, else from doubled columns (one SADD16 per
+            # column word: kp / 2 per pixel, against one instruction saved per output value)
+            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2)
+            rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                     unrolled=kp // 4 if unroll else 0)
+                     unrolled=kp // 4 if unroll else 0,
+                     dcols=doubled and ctx.optimize != "speed")
             if v["unrolled"]:
                 v["rq_rows"] = table
             else:
@@ -299,7 +305,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
         # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
         # per 16 MACs, twice the weight bytes)
-        t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
+        # The unrolled kernel takes weights and biases doubled (2 * w fits int16, 2 * |bias|
+        # < 2^31 as the bound is < 2^30), so its sums arrive doubled: no shift before SMMLAR
+        double = 2 if v.get("unrolled") else 1
+        t = (double * wdata.astype(np.int64)) & 0xFFFF       # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
         v["weights"] = pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")

@@ -98,3 +98,73 @@ def test_tap_order_is_a_permutation_with_full_words_first():
         row = kw * in_c
         assert all(g[3] - g[0] == 3 and g[0] // row == g[3] // row for g in full)
         assert len(full) == kh * (row // 4) and sum(map(len, groups)) == kh * (row % 4)
+
+
+# --- the unrolled kernel's requantization (helpers/gemm_dsp.c.j2, EERIE_CP_ASM_MULADD): SMMLAR
+# with radd, the rounding term from the sum's sign
+
+def _asm_requant(acc: int, mult: int, rshift: int, radd: int) -> int:
+    """What the assembly computes: a = 2 acc; t = radd + (a * mult + 2^31) >> 32 (SMMLAR);
+    a = t + (a >> 31); a >> rshift; SSAT #8."""
+    a = 2 * acc
+    t = radd + ((a * mult + 2 ** 31) >> 32)
+    a = t + (-1 if a < 0 else 0)
+    return max(-128, min(127, a >> rshift))
+
+
+def test_unrolled_requant_matches_tflite():
+    """Against TFLite's MultiplyByQuantizedMultiplier plus the zero point, on accumulators
+    around 0 (where SMMULR's product rounds to 0 for a negative sum) and at random up to
+    2^30, for multipliers across [2^30, 2^31), shifts 1..31, zero points folded or not, and
+    the constant channels' parameters (multiplier 0, shift 1, radd 2 value + 1, sum 0)."""
+    import numpy as np
+    from eerie_c.kernels._dsp import fast_requant_values, tflite_requantize
+    rng = np.random.default_rng(3)
+    checked = 0
+    accs = list(range(-300, 301)) + [int(a) for a in rng.integers(-2 ** 30 + 1, 2 ** 30, 400)]
+    for _ in range(60):
+        mult = int(rng.integers(2 ** 30, 2 ** 31))
+        shift = -int(rng.integers(1, 32))
+        zp = int(rng.integers(-128, 128))
+        m, rs, ra, zp_after = fast_requant_values([mult], [shift], zp, [2 ** 30 - 1])
+        if zp_after:   # the zero point not folded: such layers keep the general kernel
+            continue
+        checked += 1
+        for acc in accs:
+            want = max(-128, min(127, tflite_requantize(acc, mult, shift) + zp))
+            assert _asm_requant(acc, int(m[0]), int(rs[0]), int(ra[0])) == want, (acc, mult, shift, zp)
+    assert checked > 20
+    for value in (-128, -3, 0, 5, 127):   # a constant channel: its sum is 0
+        m, rs, ra, _ = fast_requant_values([0], [-1], 4, [0], {0: value})
+        assert _asm_requant(0, int(m[0]), int(rs[0]), int(ra[0])) == value
+
+
+def _const_dead_model():
+    """A 1x1 K = 8 layer through the unrolled kernel (no clamp, even channels) with a dead
+    channel (multiplier 0), one shifted past every sum, two all-zero rows with huge biases
+    (constant outputs) and tiny multipliers (sums near 0 after the multiply)."""
+    import numpy as np
+    from tflite_builder import ACT, PAD, ModelBuilder
+    rng = np.random.default_rng(9)
+    mb = ModelBuilder()
+    x = mb.input([2, 5, 3, 8], "int8", scale=0.5, zero_point=3)
+    wts = rng.integers(-127, 128, (8, 1, 1, 8))
+    wts[[2, 5]] = 0
+    scales = [0.004, 1e-30, 0.003, 1e-9, 0.004, 0.002, 2e-5, 0.003]
+    bias = rng.integers(-3000, 3000, 8)
+    bias[2], bias[5] = 2 ** 30, -2 ** 30 + 128
+    w = mb.const(wts, "int8", scale=scales, zero_point=[0] * 8, axis=0)
+    b = mb.const(bias, "int32", scale=[0.5 * s for s in scales], zero_point=[0] * 8, axis=0)
+    y = mb.tensor([2, 5, 3, 8], "int8", scale=0.5, zero_point=-2)
+    mb.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=PAD["SAME"], strideH=1, strideW=1,
+          dilationHFactor=1, dilationWFactor=1, fusedActivationFunction=ACT["NONE"])
+    mb.output(y)
+    return mb.build()
+
+
+@pytest.mark.parametrize("optimize", ["balanced", "speed"])
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
+def test_unrolled_constant_and_dead_channels_qemu(tmp_path, board, optimize):
+    code = check_dsp_board(tmp_path, _const_dead_model(), (2, 5, 3, 8), board, seed=4,
+                           n=4, optimize=optimize)
+    assert "eerie_conv_pair_s8_g2" in code
