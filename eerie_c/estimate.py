@@ -50,14 +50,15 @@ V6M_SCALE = 1.4   # ARMv6-M (M0) vs ARMv7-M (M3): no MLA/SMLA, fewer addressing 
 COSTS = {
     # CONV_2D, CONV_2D_ADD and DEPTHWISE_CONV_2D refitted for issue 15's kernels of
     # 2026-11-26 by bench/fit_patch_cost.py --layers (M4, vww/kws/ResNet/person detector, NNLS
-    # on relative errors): depthwise per layer within 0.87-1.11x (the input term is what a
-    # stride-2 layer pays per input pixel) but the person detector's ReLU6 layers (0.60x);
-    # convolutions within 0.85-1.16x but the first layers over 1-3 channels (0.43-0.75x);
+    # on relative errors): convolutions within 0.85-1.16x but the first layers over 1-3
+    # channels (0.43-0.75x); CONV_2D's per output then lowered by the ~1.5 instructions per
+    # output the unrolled kernel's SMMLAR requantization saves; DEPTHWISE_CONV_2D refitted the
+    # same way after the stride-1 3x3 block kernel (kernels/_dw_pairs.py): per layer within
+    # 0.77-1.17x (the input term is what a stride-2 layer pays per input pixel);
     # FULLY_CONNECTED's per MAC refitted to ad01's layers after the packed formats'
-    # correction lists and choice (M4: within 0.87-1.18x); CONV_2D's per output then lowered
-    # by the ~1.5 instructions per output the unrolled kernel's SMMLAR requantization saves
+    # correction lists and choice (M4: within 0.87-1.18x)
     ("dsp", False): {"CONV_2D": (0.987, 12.6, 0, 0), "CONV_2D_ADD": (0.967, 0, 31.36, 0),
-                     "DEPTHWISE_CONV_2D": (2.231, 0, 4.03, 0), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
+                     "DEPTHWISE_CONV_2D": (1.307, 0, 5.13, 8750), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
                      # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
                      "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
