@@ -1,13 +1,27 @@
 #!/usr/bin/env python3
-"""Fit the patch stage's instruction estimate (eerie_c/estimate.py stage_features /
-STAGE_FIT) to QEMU counts: forced stages (prefix length, grid) of vww_96_int8 and issue 19's
-person detector, each profiled with bench/profile_layers.py (SysTick after every layer,
--icount shift=0); the stage's count is regressed on its per-tile work (estimate.py
-stage_features: patched MACs and output elements per layer kind, window gathers, tile x
-layer steps) by non-negative least squares. Prints the fit and each stage's estimate against
-its measurement.
+"""Fit the patch planner's instruction estimates to QEMU counts (-icount shift=0, SysTick
+after every layer, bench/profile_layers.py) on one board. The planner's bound compares a
+stage *as run* with the prefix's layers *layer by layer* (estimate.py stage_growth), so both
+sides need refitting whenever kernels change speed:
 
-    python bench/fit_patch_cost.py [--board mps2-an386]
+- `--layers`: the layer-by-layer int8 costs (estimate.py COSTS[(family, False)] for CONV_2D,
+  CONV_2D_ADD, DEPTHWISE_CONV_2D): per kind, instructions = per_mac x MACs + per_out x output
+  elements + per_in x input elements + fixed, non-negative least squares over every layer of vww_96_int8, kws_ref_model,
+  pretrainedResnet_quant and issue 19's person detector;
+- `--stages` (the default): the per-tile C's STAGE_FIT: forced stages (prefix length, grid) of
+  vww_96_int8 and the person detector, regressed on their per-tile work (estimate.py
+  stage_features) by non-negative least squares;
+- `--bands`: BAND_STEP, the per band and layer cost of row-band stages beyond the layer
+  kernels' own estimate (run it after `--layers` has been pasted into estimate.py).
+
+Each prints the fit to paste into eerie_c/estimate.py and every sample's estimate against
+its measurement. After a kernel gets faster or slower (issue 15's helpers), rerun
+
+    python bench/fit_patch_cost.py --layers [--board mps2-an386]    # paste COSTS rows
+    python bench/fit_patch_cost.py --bands                          # paste BAND_STEP
+    python bench/fit_patch_cost.py                                  # STAGE_FIT (per-tile C)
+
+then tests/patch/test_patch_estimate.py (measured against estimated growth, M4).
 """
 from __future__ import annotations
 
@@ -31,10 +45,18 @@ STAGES = [("vww", 2, (4, 4)), ("vww", 4, (8, 8)), ("vww", 4, (2, 2)), ("vww", 5,
           ("pd", 6, (2, 3)), ("pd", 8, (2, 3)), ("pd", 3, (1, 8))]
 
 
+# row-band stages for BAND_STEP: (model, layers, bands)
+BANDS = [("vww", 4, 12), ("vww", 4, 6), ("pd", 4, 12), ("pd", 3, 8), ("resnet", 3, 11)]
+LAYER_KINDS = ("CONV_2D", "CONV_2D_ADD", "DEPTHWISE_CONV_2D")
+
+
 def models(tmp: Path) -> dict[str, Path]:
     from compare_patches import person_detector
-    return {"vww": Path("/work/shared/models/vww_96_int8.tflite") if not (REPO.parent / "shared").exists()
-            else REPO.parent / "shared" / "models" / "vww_96_int8.tflite", "pd": person_detector(tmp)}
+    shared = REPO.parent / "shared" / "models"
+    if not shared.exists():
+        shared = Path("/work/shared/models")
+    return {"vww": shared / "vww_96_int8.tflite", "kws": shared / "kws_ref_model.tflite",
+            "resnet": shared / "pretrainedResnet_quant.tflite", "pd": person_detector(tmp)}
 
 
 def measure_stage(path: Path, board, layers: int, grid) -> tuple[int, dict]:
@@ -44,17 +66,72 @@ def measure_stage(path: Path, board, layers: int, grid) -> tuple[int, dict]:
     return counts[k], ops[k]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--board", default="mps2-an386")
-    a = ap.parse_args(argv)
+def _elements(tensors) -> int:
+    return sum(int(np.prod(t["shape"])) for t in tensors)
+
+
+def fit_layers(paths, board) -> None:
+    """Per kind: instructions ~ per_mac x MACs + per_out x outputs + per_in x inputs + fixed
+    (NNLS on relative errors)."""
+    from scipy.optimize import nnls
+    from eerie_c.estimate import COSTS, FAMILY, estimate_layer
+    samples = {k: [] for k in LAYER_KINDS}
+    profile_layers.PATCH = "off"
+    for model in ("vww", "kws", "resnet", "pd"):
+        ops, counts, _ = profile_layers.measure(paths[model], board)
+        for op, n in zip(ops, counts):
+            # below 1 instruction per MAC a layer does not run its MACs (the person
+            # detector's random-weight depthwise layers 7-25: not investigated, docs/patches.md)
+            if op["kind"] in samples and n >= 1.0 * op["macs"] and not any(str(t.get("dtype", "")).startswith("float")
+                                                 for t in op["inputs"]):
+                samples[op["kind"]].append((model, op["index"], op["macs"], _elements(op["outputs"]),
+                                             _elements(op["inputs"]), n))
+    fam = FAMILY[board.cpu]
+    for kind, rows in samples.items():
+        if not rows:
+            continue
+        A = np.asarray([[m, o, i, 1.0] for _, _, m, o, i, _ in rows])
+        y = np.asarray([n for *_, n in rows], float)
+        # relative errors (rows divided by the measurement): the small layers count as much
+        # as the big ones, and the planner's prefixes are small-channel first layers
+        coef, _ = nnls(A / y[:, None], np.ones_like(y))
+        print(f'"{kind}": ({coef[0]:.3f}, {coef[1]:.2f}, {coef[2]:.2f}, {int(round(coef[3], -1))}),   '
+              f'# was {COSTS[(fam, False)].get(kind)}')
+        for (model, idx, m, o, i, n), r in zip(rows, A):
+            old = estimate_layer(kind, m, i, o, False, board.cpu)
+            print(f"|   {model} #{idx} | {n:,} | fit {float(r @ coef) / n:.2f}x | now {old / n:.2f}x |")
+
+
+def fit_bands(paths, board) -> None:
+    """BAND_STEP, per band and layer: what makes the planner's estimate of a row-band stage's
+    growth (the stage's layers over their bands, minus the prefix layer by layer: estimate.py
+    stage_growth) equal the measured growth (the stage measured minus the prefix's layers
+    measured in the layer-by-layer build). It is the calls' set-up plus what the layer
+    estimates miss on bands (a band's halo rows cost a stride-2 layer more than its MACs)."""
+    from eerie_c.estimate import BAND_STEP, FAMILY, _bands, estimate_op
+    fam = FAMILY[board.cpu]
+    steps, off = [], {}
+    for model, n, bands in BANDS:
+        if model not in off:
+            profile_layers.PATCH = "off"
+            ops, counts, _ = profile_layers.measure(paths[model], board)
+            off[model] = [(op["index"], estimate_op(op, board.cpu), c) for op, c in zip(ops, counts)]
+        prefix = sum(c for k, _, c in off[model] if k < n)
+        est_prefix = sum(e for k, e, _ in off[model] if k < n)
+        count, op = measure_stage(paths[model], board, n, (bands, 1))
+        work = op["stage_bands"]
+        est_stage = _bands(work, board.cpu) - BAND_STEP.get(fam, 0) * len(work)
+        steps.append(((count - prefix) - (est_stage - est_prefix)) / len(work))
+        print(f"| {model} {n} layers {bands} bands | growth measured {count - prefix:,} | "
+              f"estimated without steps {est_stage - est_prefix:,} | {steps[-1]:,.0f} per band and layer |")
+    print(f'BAND_STEP["{fam}"] = {int(round(float(np.median(steps)), -2))}   # median; was {BAND_STEP.get(fam)}')
+
+
+def fit_stages(paths, board) -> None:
     from scipy.optimize import nnls
     from eerie_c.frontend import load_model   # the stage's features from the plan itself
     from eerie_c.passes import run_passes
     from eerie_c.plan.patch import chain_prefix, make_plan
-    board = get_board(a.board)
-    tmp = Path(tempfile.mkdtemp(prefix="eerie-fit-"))
-    paths = models(tmp)
     rows, ys, names = [], [], []
     for model, n, grid in STAGES:
         g = run_passes(load_model(str(paths[model])))
@@ -73,6 +150,23 @@ def main(argv=None) -> int:
     for name, r, m in zip(names, A, y):
         e = float(r @ coef)
         print(f"| {name} | {int(m):,} | {int(e):,} | {e / m:.3f} |")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--board", default="mps2-an386")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--layers", action="store_true", help="fit the layer-by-layer COSTS")
+    mode.add_argument("--bands", action="store_true", help="fit BAND_STEP")
+    a = ap.parse_args(argv)
+    board = get_board(a.board)
+    paths = models(Path(tempfile.mkdtemp(prefix="eerie-fit-")))
+    if a.layers:
+        fit_layers(paths, board)
+    elif a.bands:
+        fit_bands(paths, board)
+    else:
+        fit_stages(paths, board)
     return 0
 
 
