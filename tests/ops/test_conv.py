@@ -14,7 +14,8 @@ def out_size(padding, size, k, stride, dil):
 
 
 def conv_model(dtype, in_shape, out_c, k, stride=(1, 1), padding="SAME", dil=(1, 1),
-               act="NONE", per_channel=True, bias=True, in_zp=-5, seed=0, w_in_c=None, out_scale=0.3):
+               act="NONE", per_channel=True, bias=True, in_zp=-5, seed=0, w_in_c=None, out_scale=0.3,
+               out_zp=4):
     rng = np.random.default_rng(seed)
     n, h, w_, c = in_shape
     kh, kw = k
@@ -32,7 +33,7 @@ def conv_model(dtype, in_shape, out_c, k, stride=(1, 1), padding="SAME", dil=(1,
             bscale = 0.05 * np.asarray(wscale, np.float32)
             ins.append(mb.const(rng.integers(-4000, 4000, out_c), "int32", scale=bscale,
                                 zero_point=[0] * len(bscale), axis=0))
-        y = mb.tensor([n, oh, ow, out_c], "int8", scale=out_scale, zero_point=4)
+        y = mb.tensor([n, oh, ow, out_c], "int8", scale=out_scale, zero_point=out_zp)
     else:
         x = mb.input(list(in_shape), "float32")
         w = mb.const(rng.standard_normal(wshape) * 0.3, "float32")

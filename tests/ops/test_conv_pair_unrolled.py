@@ -35,13 +35,18 @@ SHAPES = {
     "d-k3-in3-s2-first": ((2, 9, 8, 3), 16, (3, 3), (2, 2), "SAME", (1, 1), True),       # 7
     "d-k3-in2-dil2": ((1, 8, 7, 2), 12, (3, 3), (1, 1), "SAME", (2, 2), False),          # 5
     "d-k3-in4-valid": ((1, 6, 6, 4), 20, (3, 3), (1, 1), "VALID", (1, 1), True),         # 9
+    # fused ReLU with the output zero point at -128 (vww's layers): no clamp beyond SSAT, so
+    # still the unrolled kernel
+    "d-relu-k3-in3-s2": ((1, 9, 9, 3), 16, (3, 3), (2, 2), "SAME", (1, 1), True, "RELU"),  # 7
+    "relu-pw-K32": ((1, 4, 5, 32), 8, (1, 1), (1, 1), "SAME", (1, 1), False, "RELU"),     # 8
 }
 
 
 def _model(case):
-    in_shape, out_c, k, stride, padding, dil, pc = SHAPES[case]
-    return in_shape, conv_model("int8", in_shape, out_c, k, stride, padding, dil, act="NONE",
-                                per_channel=pc, seed=5)
+    in_shape, out_c, k, stride, padding, dil, pc, *act = SHAPES[case]
+    act = act[0] if act else "NONE"
+    return in_shape, conv_model("int8", in_shape, out_c, k, stride, padding, dil, act=act,
+                                per_channel=pc, seed=5, out_zp=-128 if act == "RELU" else 4)
 
 
 def _groups(case) -> int:
