@@ -115,6 +115,9 @@ STAGE_FIT["mve"] = STAGE_FIT["dsp"]
 # band stages equal the measured one, median of vww's, the person detector's and ResNet's:
 # 300-7,100 on mps2-an386 with 2026-11-26's kernels; the M55's is the earlier fit)
 BAND_STEP = {"dsp": 5100, "mve": 4500}
+# newlib's memmove of the kept halo rows (word copies, a few instructions per 4 bytes); a guess
+# until bench/fit_patch_cost.py measures cached stages
+MOVE_PER_BYTE = 0.5
 
 
 def stage_features(stage) -> list[float]:
@@ -148,9 +151,14 @@ def band_work(stage) -> list[list]:
     output elements, input elements] (the rows its window reads, and a fused ADD's skip
     region; report.json keeps it, so the report's estimate is the planner's)."""
     work = []
-    for regions in stage.tiles:
+    cache = getattr(stage, "cache", None)
+    for b, regions in enumerate(stage.tiles):
+        if cache is not None:   # cached halos: the moves of the kept rows (plan/patch_cache.py)
+            work += [["MOVE", 0, 0, nbytes] for _, nbytes in cache.moves[b] if nbytes]
         for lay, region in zip(stage.layers, regions):
             _, _, rows, cols = region
+            if rows == 0:   # a band that computes no row of this layer skips its kernel
+                continue
             _, _, in_rows, in_cols = lay.needs(region)
             outs = rows * cols * lay.out_c
             ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
@@ -165,6 +173,9 @@ def _bands(work: list, target: str) -> int | None:
     total = 200
     step = BAND_STEP.get(FAMILY.get(target), 0)
     for kind, macs, outs, *ins in work:   # older reports: no input elements
+        if kind == "MOVE":   # memmove of kept halo rows: per byte, and the call
+            total += ins[0] * MOVE_PER_BYTE + 60
+            continue
         n = estimate_layer(kind, macs, ins[0] if ins else 0, outs, False, target)
         if n is None:
             return None

@@ -1,0 +1,126 @@
+"""Row-band stages with *cached* halos: each layer's output rows are computed exactly once.
+
+A recomputing row-band stage (plan/patch.py make_plan) gives every band the whole receptive
+field of its output rows, so the rows two consecutive bands of a layer share are computed
+twice (the stage's extra MACs). With full-width bands those shared rows are exactly the rows
+the next layer's window still needs from the previous band (kh - sh of them, dilation and the
+image's edges aside). A line-buffered camera pipeline keeps them instead, and so does this
+stage:
+
+  * band b of layer k computes only its *new* output rows, [hi_k(b-1) + 1, hi_k(b)], hi_k(b)
+    the last row layer k + 1 reads for band b (the band's own rows for the last layer); a band
+    may compute no rows of a layer (near the image's bottom edge) and then skips it;
+  * patch buffer k (layer k's output) keeps, between bands, the rows layer k + 1 will read again:
+    before layer k writes its new rows in band b, a memmove brings the rows from lo_{k+1}(b) (the
+    first row layer k + 1 reads in band b) to hi_k(b-1) to the buffer's top; the new rows go
+    right after them; so layer k + 1 always reads its band's input from its buffer's first byte;
+  * every buffer therefore lives through the whole stage (they sit one after the other in the
+    scratch block, not at its two ends as in make_plan), and the layers' kernel scratch, one
+    kernel running at a time, goes after the last buffer.
+
+The extra MACs are 0; what is paid instead is the moves and each band's calls. A fused ADD
+(its skip buffer would have to keep rows too) and dilated windows are left to the recomputing
+stage. plan/patch_cache_proof.py simulates the band loop row by row, independently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .patch import Layer, PatchPlan, _align, _bounds, skips_of
+
+
+@dataclass(frozen=True)
+class CachedBands:
+    """What the C does per band and layer beyond the layer's kernel (kernels/_patch_tiles.py
+    emits exactly these numbers, plan/patch_cache_proof.py checks them)."""
+    first_rows: tuple          # per band, per layer k < n-1: the image row buffer k's first row holds
+    moves: tuple               # per band, per layer k < n-1: (source byte, bytes) moved to buffer k's top
+    kept_rows: tuple           # per layer k < n-1: the most rows it keeps from one band to the next
+
+    def moved_bytes(self) -> int:
+        return sum(b for band in self.moves for _, b in band)
+
+
+def _reads(lay: Layer, y0: int, rows: int) -> tuple[int, int]:
+    """(first, last) input row the windows of output rows y0..y0+rows-1 touch (clipped)."""
+    ylo = max(0, y0 * lay.sh - lay.pad_t)
+    yhi = min(lay.in_h - 1, (y0 + rows - 1) * lay.sh - lay.pad_t + (lay.kh - 1) * lay.dh)
+    return ylo, yhi
+
+
+def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
+    """A stage of `bands` row bands with cached halos, or None when it cannot run so (a fused
+    ADD, a dilated window, fewer output rows than bands)."""
+    n = len(layers)
+    last = layers[-1]
+    if any(s is not None for s in skips_of(ops)) or any(lay.dh != 1 or lay.dw != 1 for lay in layers):
+        return None
+    if not 2 <= bands <= last.out_h:
+        return None
+    done = [-1] * n            # per layer: the last output row computed so far
+    tiles, firsts, moves = [], [], []
+    held = [None] * (n - 1)    # per buffer: (first image row, last image row) it holds
+    rows_max = [0] * (n - 1)
+    kept_max = [0] * (n - 1)
+    for y0, rows in _bounds(last.out_h, bands):
+        hi = [0] * n
+        hi[-1] = y0 + rows - 1
+        for k in range(n - 1, 0, -1):   # the last row layer k-1 must have computed
+            hi[k - 1] = _reads(layers[k], 0, hi[k] + 1)[1] if hi[k] >= 0 else -1
+        regions, first, move = [], [], []
+        for k in range(n):
+            lo = done[k] + 1
+            regions.append((lo, 0, max(hi[k] - lo + 1, 0), layers[k].out_w))
+            done[k] = max(done[k], hi[k])
+        for k in range(n - 1):   # buffer k: from the first row layer k+1 reads in this band
+            y, r = regions[k + 1][0], regions[k + 1][2]
+            # a band where layer k+1 computes nothing computes nothing of layer k either
+            # (hi_k follows hi_{k+1}): the buffer stays as it is
+            need_lo = _reads(layers[k + 1], y, r)[0] if r > 0 else held[k][0]
+            row_b = layers[k].out_w * layers[k].out_c
+            if held[k] is None:   # band 0 (need_lo is row 0): nothing kept yet
+                move.append((0, 0))
+            else:
+                h0, h1 = held[k]
+                keep = max(h1 - need_lo + 1, 0)
+                move.append(((need_lo - h0) * row_b, keep * row_b) if keep and need_lo != h0 else (0, 0))
+                kept_max[k] = max(kept_max[k], keep)
+            first.append(need_lo)
+            held[k] = (need_lo, done[k])
+            rows_max[k] = max(rows_max[k], done[k] - need_lo + 1)
+        tiles.append(regions)
+        firsts.append(tuple(first))
+        moves.append(tuple(move))
+    sizes = [_align(rows_max[k] * layers[k].out_w * layers[k].out_c) for k in range(n - 1)]
+    offsets, at = [], 0
+    for s in sizes:
+        offsets.append(at)
+        at += s
+    inner = [_align(b) for b in (kernel_scratch or [0] * n)]
+    total = at + max(inner)
+    ks = [(at, inner[k]) for k in range(n)]
+    macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
+    patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
+    tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
+    cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max))
+    return PatchPlan(list(ops), list(layers), tensors, (bands, 1), tiles, offsets, sizes, total, macs,
+                     patched, shift=None, kernel_scratch=ks, skips=[None] * n, cache=cache)
+
+
+def summary(stage: PatchPlan) -> dict:
+    """What report.json / report.md show of the halo handling."""
+    c = stage.cache
+    if c is None:
+        return {"halo": "recomputed", "extra_macs": stage.extra_macs}
+    return {"halo": "cached", "kept_rows": list(c.kept_rows), "bytes_moved": c.moved_bytes(),
+            "extra_macs": stage.extra_macs}
+
+
+def describe(info: dict) -> str:
+    if info.get("halo") == "cached":
+        return (f"halo: cached {', '.join(str(k) for k in info['kept_rows'])} rows per layer "
+                f"(kept between bands, {info['bytes_moved']:,} B moved per inference), no extra MACs")
+    return f"halo: recomputed ({info['extra_macs']:,} extra MACs)"
+
+
+__all__ = ["CachedBands", "describe", "make_cached_plan", "summary"]
