@@ -48,35 +48,60 @@ def _reads(lay: Layer, y0: int, rows: int) -> tuple[int, int]:
     return ylo, yhi
 
 
+def _ready(lay: Layer, have: int) -> int:
+    """The last output row of lay whose window touches input rows up to `have` only (all rows
+    once the input is complete); -1 for none."""
+    if have >= lay.in_h - 1:
+        return lay.out_h - 1
+    y = -1
+    while y + 1 < lay.out_h and _reads(lay, y + 1, 1)[1] <= have:
+        y += 1
+    return y
+
+
 def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
     """A stage of `bands` row bands with cached halos, or None when it cannot run so (a fused
     ADD, a dilated window, fewer output rows than bands)."""
     n = len(layers)
-    last = layers[-1]
     if any(s is not None for s in skips_of(ops)) or any(lay.dh != 1 or lay.dw != 1 for lay in layers):
         return None
-    if not 2 <= bands <= last.out_h:
+    if not 2 <= bands <= layers[0].out_h:
         return None
     done = [-1] * n            # per layer: the last output row computed so far
     tiles, firsts, moves = [], [], []
     held = [None] * (n - 1)    # per buffer: (first image row, last image row) it holds
     rows_max = [0] * (n - 1)
     kept_max = [0] * (n - 1)
-    for y0, rows in _bounds(last.out_h, bands):
-        hi = [0] * n
-        hi[-1] = y0 + rows - 1
-        for k in range(n - 1, 0, -1):   # the last row layer k-1 must have computed
-            hi[k - 1] = _reads(layers[k], 0, hi[k] + 1)[1] if hi[k] >= 0 else -1
+    # per layer, the most new rows one step computes: the first layer's rows per step over the
+    # strides since it, at least 1, so that the bottom edge (where a layer's last windows
+    # need fewer input rows) does not flush a burst of rows through the buffers in one step
+    step0 = -(-layers[0].out_h // bands)
+    caps, stride = [step0], 1
+    for lay in layers[1:]:
+        stride *= lay.sh
+        caps.append(max(1, -(-step0 // stride)))
+    firsts_rows = [rows0 for _, rows0 in _bounds(layers[0].out_h, bands)]
+    while done[-1] < layers[-1].out_h - 1:
+        # a step: the first layer computes its next rows, every later layer the new rows whose
+        # windows its input now holds (a line-buffered pipeline), at most caps[k]; then steps
+        # of the later layers alone until the last one is done
+        rows0 = firsts_rows[len(tiles)] if len(tiles) < len(firsts_rows) else 0
+        hi = [done[0] + rows0] + [0] * (n - 1)
+        for k in range(1, n):
+            hi[k] = min(_ready(layers[k], hi[k - 1]), done[k] + caps[k])
+        if len(tiles) > 4 * layers[0].out_h + 4 * n:
+            raise AssertionError("patch_cache: the steps do not finish the stage")
         regions, first, move = [], [], []
         for k in range(n):
             lo = done[k] + 1
             regions.append((lo, 0, max(hi[k] - lo + 1, 0), layers[k].out_w))
             done[k] = max(done[k], hi[k])
-        for k in range(n - 1):   # buffer k: from the first row layer k+1 reads in this band
-            y, r = regions[k + 1][0], regions[k + 1][2]
-            # a band where layer k+1 computes nothing computes nothing of layer k either
-            # (hi_k follows hi_{k+1}): the buffer stays as it is
-            need_lo = _reads(layers[k + 1], y, r)[0] if r > 0 else held[k][0]
+        for k in range(n - 1):   # buffer k keeps from the first row layer k+1 reads in this band
+            # (or, computing nothing now, for its next row)
+            y = regions[k + 1][0]
+            need_lo = min(_reads(layers[k + 1], y, 1)[0], done[k] + 1) if y < layers[k + 1].out_h else done[k] + 1
+            if regions[k][2] > 0:   # its new rows go in, even one layer k+1 will skip
+                need_lo = min(need_lo, regions[k][0])
             row_b = layers[k].out_w * layers[k].out_c
             if held[k] is None:   # band 0 (need_lo is row 0): nothing kept yet
                 move.append((0, 0))
@@ -92,10 +117,20 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
         firsts.append(tuple(first))
         moves.append(tuple(move))
     sizes = [_align(rows_max[k] * layers[k].out_w * layers[k].out_c) for k in range(n - 1)]
-    offsets, at = [], 0
-    for s in sizes:
-        offsets.append(at)
-        at += s
+    # a buffer that never keeps a row (a 1x1 layer reads it) lives only from its layer to the
+    # next within a step: those share two slots by parity (k and k+1 are live together);
+    # the others keep rows through the whole stage and get bytes of their own
+    transient = [kept_max[k] == 0 for k in range(n - 1)]
+    offsets, at = [0] * (n - 1), 0
+    for k in range(n - 1):
+        if not transient[k]:
+            offsets[k], at = at, at + sizes[k]
+    for parity in (0, 1):
+        slot = max([sizes[k] for k in range(n - 1) if transient[k] and k % 2 == parity], default=0)
+        for k in range(n - 1):
+            if transient[k] and k % 2 == parity:
+                offsets[k] = at
+        at += slot
     inner = [_align(b) for b in (kernel_scratch or [0] * n)]
     total = at + max(inner)
     ks = [(at, inner[k]) for k in range(n)]
@@ -103,7 +138,7 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
     patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
     cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max))
-    return PatchPlan(list(ops), list(layers), tensors, (bands, 1), tiles, offsets, sizes, total, macs,
+    return PatchPlan(list(ops), list(layers), tensors, (len(tiles), 1), tiles, offsets, sizes, total, macs,
                      patched, shift=None, kernel_scratch=ks, skips=[None] * n, cache=cache)
 
 
