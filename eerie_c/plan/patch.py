@@ -30,6 +30,7 @@ KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
 MAX_GRID = 8        # tiles per axis the planner tries
 MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
+CACHED_STEPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)   # steps of cached-halo stages tried
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
     for n in range(2, len(ops) + 1):
         if not closed(g, ops[:n]):
             continue
-        best = cheapest = None
+        best, cheapest = {False: None, True: None}, None
         last = layers[n - 1]
         for gy in range(1, min(max(MAX_BANDS, max_grid), last.out_h) + 1):
             for gx in range(1, min(max_grid, last.out_w) + 1):
@@ -309,17 +310,21 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
                     continue
                 kss = kernel_scratch[:n] if kernel_scratch else None
                 plans = [make_plan(ops[:n], layers[:n], (gy, gx), kss)]
-                if gx == 1 and cached is not None:
-                    plans.append(cached(ops[:n], layers[:n], gy, kss))
+                if gx == 1 and gy == 2 and cached is not None:   # cached halos: steps of the first layer's rows
+                    plans += [cached(ops[:n], layers[:n], s, kss) for s in CACHED_STEPS if s <= layers[0].out_h]
                 for p in plans:
                     if p is not None and adapt is not None:
                         p = adapt(p)   # the stage as it will run (with row-band input: its ring)
                     if p is None:
                         continue
-                    best, cheapest = _consider(p, total_macs, max_recompute, growth, best, cheapest, gy, gx)
-        if best is not None:
-            out.append(best[1])
-        elif cheapest is not None:
+                    # the best recomputing and the best cached stage of each length both go on
+                    # to be planned: which arena is smaller depends on more than their scratch
+                    # (only a recomputing stage's output may share its input's bytes)
+                    kind = p.cache is not None
+                    best[kind], cheapest = _consider(p, total_macs, max_recompute, growth, best[kind],
+                                                     cheapest, gy, gx)
+        out += [b[1] for b in best.values() if b is not None]
+        if all(b is None for b in best.values()) and cheapest is not None:
             cost, p, mac_pct, est = cheapest
             what = (f"estimated instruction growth {est:.1f}%" if est is not None and est >= mac_pct
                     else f"extra MACs {mac_pct:.1f}%")
