@@ -134,8 +134,10 @@ def patch_lines(r: dict) -> list[str]:
         out.append(f"No patch stage: none of the {len(p.get('candidates', []))} candidates within "
                    f"{bound} made the arena smaller than {_b(p.get('arena_bytes_before'))} layer by layer.")
         return out + _refused(p)
-    out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
-            f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
+    how = (f"in {ch['tiles']} steps of rows (each step: the first layer's next rows, then every "
+           f"later layer's rows whose windows are in)" if ch.get("halo") == "cached" else
+           f"tile by tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output")
+    out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run {how}",
             f"- patch buffers: {_b(ch['patch_buffer_bytes'])} ("
             + ("one per layer, each keeping its halo rows between bands; those that keep none share "
                "two slots; the kernels' scratch after them" if ch.get("halo") == "cached"

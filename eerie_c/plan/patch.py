@@ -342,6 +342,8 @@ def _consider(p, total_macs, max_recompute, growth, best, cheapest, gy, gx):
     mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
     est = growth(p) if growth is not None else None
     cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs
+    if p.cache is not None:   # cached halos recompute nothing but always move rows: a bound of
+        cost = max(cost, 1e-6)   # 0 (no growth at all) refuses them too, with or without an estimate
     if cost > max_recompute:
         if cheapest is None or cost < cheapest[0]:
             cheapest = (cost, p, mac_pct, est)
