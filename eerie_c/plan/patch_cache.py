@@ -36,6 +36,8 @@ class CachedBands:
     first_rows: tuple          # per band, per layer k < n-1: the image row buffer k's first row holds
     moves: tuple               # per band, per layer k < n-1: (source byte, bytes) moved to buffer k's top
     kept_rows: tuple           # per layer k < n-1: the most rows it keeps from one band to the next
+    steps: int = 0             # the steps make_cached_plan was asked for (the first layer's rows
+                               # split so; the bands are these and the later layers' last steps)
 
     def moved_bytes(self) -> int:
         return sum(b for band in self.moves for _, b in band)
@@ -137,7 +139,7 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
     macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
     patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
-    cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max))
+    cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max), bands)
     return PatchPlan(list(ops), list(layers), tensors, (len(tiles), 1), tiles, offsets, sizes, total, macs,
                      patched, shift=None, kernel_scratch=ks, skips=[None] * n, cache=cache)
 
