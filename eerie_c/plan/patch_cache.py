@@ -7,20 +7,26 @@ the next layer's window still needs from the previous band (kh - sh of them, dil
 image's edges aside). A line-buffered camera pipeline keeps them instead, and so does this
 stage:
 
-  * band b of layer k computes only its *new* output rows, [hi_k(b-1) + 1, hi_k(b)], hi_k(b)
-    the last row layer k + 1 reads for band b (the band's own rows for the last layer); a band
-    may compute no rows of a layer (near the image's bottom edge) and then skips it;
-  * patch buffer k (layer k's output) keeps, between bands, the rows layer k + 1 will read again:
-    before layer k writes its new rows in band b, a memmove brings the rows from lo_{k+1}(b) (the
-    first row layer k + 1 reads in band b) to hi_k(b-1) to the buffer's top; the new rows go
-    right after them; so layer k + 1 always reads its band's input from its buffer's first byte;
-  * every buffer therefore lives through the whole stage (they sit one after the other in the
-    scratch block, not at its two ends as in make_plan), and the layers' kernel scratch, one
-    kernel running at a time, goes after the last buffer.
+  * the stage runs in *steps* (its "bands"): a step computes the first layer's next rows (its
+    output rows split evenly over the steps), then every later layer every new row whose
+    windows its input buffer now holds, at most that layer's share per step (see caps below),
+    then, once the first layer is done, steps of the later layers alone until the last one is;
+    each output row of each layer is computed once, and a step may compute no row of a layer
+    (the C then skips its kernel);
+  * patch buffer k (layer k's output) keeps, between steps, the rows layer k + 1 will read
+    again: before layer k writes its new rows in a step, a memmove brings the rows from the
+    first one layer k + 1 reads in that step (or, reading none, its next row) to the buffer's
+    top, and the new rows go right after them, so layer k + 1 reads its input from the
+    buffer's first byte;
+  * a buffer that keeps rows lives through the whole stage and gets bytes of its own; one that
+    never keeps a row (a 1x1 layer reads it) lives from its layer to the next within a step,
+    and those share two slots by parity; the layers' kernel scratch (one kernel runs at a time)
+    goes after them.
 
-The extra MACs are 0; what is paid instead is the moves and each band's calls. A fused ADD
+The extra MACs are 0 (or fewer MACs than layer by layer, when a VALID window never reads a
+row); what is paid instead is the moves and each step's calls. A fused ADD
 (its skip buffer would have to keep rows too) and dilated windows are left to the recomputing
-stage. plan/patch_cache_proof.py simulates the band loop row by row, independently.
+stage. plan/patch_cache_proof.py simulates the steps row by row, independently.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ from .patch import Layer, PatchPlan, _align, _bounds, skips_of
 
 @dataclass(frozen=True)
 class CachedBands:
-    """What the C does per band and layer beyond the layer's kernel (kernels/_patch_tiles.py
+    """What the C does per step ("band") and layer beyond the layer's kernel (kernels/_patch_tiles.py
     emits exactly these numbers, plan/patch_cache_proof.py checks them)."""
     first_rows: tuple          # per band, per layer k < n-1: the image row buffer k's first row holds
     moves: tuple               # per band, per layer k < n-1: (source byte, bytes) moved to buffer k's top
@@ -62,8 +68,9 @@ def _ready(lay: Layer, have: int) -> int:
 
 
 def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
-    """A stage of `bands` row bands with cached halos, or None when it cannot run so (a fused
-    ADD, a dilated window, fewer output rows than bands)."""
+    """A stage with cached halos whose first layer's rows are split over `bands` steps (the
+    plan's grid is (all its steps, 1)), or None when it cannot run so (a fused ADD, a dilated
+    window, fewer first-layer rows than steps). kernel_scratch: per layer, its kernels' scratch."""
     n = len(layers)
     if any(s is not None for s in skips_of(ops)) or any(lay.dh != 1 or lay.dw != 1 for lay in layers):
         return None
