@@ -174,11 +174,20 @@ def dsp_conv_helpers(v: dict) -> set[str]:
     if v.get("shared"):
         helpers.add("gemm_dsp")
         if v.get("unrolled"):
-            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else ""))
+            helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else "")
+                        + (" d" if v.get("dcols") else ""))
     return helpers
 
 
 def dsp_conv_scratch(v: dict) -> int:
     """Scratch bytes of a DSP CONV_2D: two columns of kp int16, the im2col bytes of one window
-    unless 1x1, and the unrolled kernel's two output pointers."""
-    return 4 * v["kp"] + (0 if v["direct"] else v["kp"]) + (8 if v.get("unrolled") else 0)
+    unless 1x1 (or, for columns built by _conv_cols.py, the framed input, or nothing when
+    every window lies inside the image), and the unrolled kernel's two output pointers."""
+    cols = v.get("cols")
+    if v["direct"] or (cols and not cols["frame"] and not v["w"].has_border):
+        window = 0
+    elif cols and cols["frame"]:
+        window = cols["frame"].size(v["in_c"])
+    else:
+        window = v["kp"]
+    return 4 * v["kp"] + window + (8 if v.get("unrolled") else 0)

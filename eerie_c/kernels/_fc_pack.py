@@ -14,8 +14,10 @@ and of it rotated by 8 gives exactly those pairs).
 * "p4" (helpers/fc_dsp_p4.c.j2): 4 rows per lane, h = u0 + 16 u1 + 256 u2 + 4096 w3.
 * "p556" (helpers/fc_dsp_p556.c.j2): 3 rows per lane, h = u0 + 32 u1 + 1024 w2.
   In both, w' = the weight wrapped into [-2^(b-1), 2^(b-1)) for a b-bit field, u = w' + 2^(b-1)
-  (unsigned fields), the top field signed; the weight is w' + k 2^b and every k != 0 becomes
-  a correction entry column | k << 11 (int16) in its row's list (fix_n: entries per row).
+  (unsigned fields), the top field signed; the weight is w' + k 2^b and every k != 0 is a
+  correction: its column, |k| times, in its row's list of k > 0 or of k < 0 columns (fix_n:
+  n+ | n- << 16 per row; columns uint8 when dp <= 256, else uint16), so the kernel adds
+  2^b (sum of x over the first list - sum over the second) with no multiply.
   p556 also reorders the rows (perm: position -> output row; bias and requantization
   parameters follow at compile time, the kernel stores through perm): the units // 3 rows
   that gain most from the 6-bit field take it, which on ad01's first layer leaves 1,168
@@ -29,7 +31,7 @@ from ._dsp import pad_to, round_up
 
 LIMIT = 2 ** 31          # every |partial sum| of the kernels' int32 arithmetic stays below
 XMAX = 128               # |x| for int8 activations
-COLUMN_BITS = 11         # correction entry: column in bits 0..10, k above (eerie_fc_fix)
+COLUMN_BITS = 11         # columns of the packed formats below 2^11 (the range their tests cover)
 
 
 def wrap(w: np.ndarray, bits: int) -> np.ndarray:
@@ -67,11 +69,21 @@ def encode_mix(w: np.ndarray, bias: np.ndarray) -> dict | None:
     return dict(fmt="mix", rows=4, up=up, dp=dp, weights=np.concatenate(parts))
 
 
-def _corrections(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row the count of k != 0 and all entries column | k << 11 in row order."""
-    rows, cols = np.nonzero(k)                       # row-major: grouped by row, columns ascending
-    entries = cols + k[rows, cols] * (1 << COLUMN_BITS)
-    return np.bincount(rows, minlength=k.shape[0]), entries
+def _corrections(k: np.ndarray, dp: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per row the counts n+ | n- << 16 (uint32) and the columns of the row's corrections,
+    its k > 0 columns first then its k < 0 ones, each repeated |k| times (k = +-1 is almost
+    every correction, so the kernel adds or subtracts x[column] with no multiply); columns
+    are uint8 when dp <= 256, else uint16. None when a row needs more than 65535 of either."""
+    mag = np.abs(k)
+    plus, minus = np.where(k > 0, mag, 0), np.where(k < 0, mag, 0)
+    n_plus, n_minus = plus.sum(axis=1), minus.sum(axis=1)
+    if max(n_plus.max(initial=0), n_minus.max(initial=0)) > 65535:
+        return None
+    cols = np.arange(k.shape[1])
+    entries = [np.concatenate([np.repeat(cols, p), np.repeat(cols, m)]) for p, m in zip(plus, minus)]
+    col_type = np.uint8 if dp <= 256 else np.uint16
+    return ((n_plus | n_minus << 16).astype(np.uint32),
+            np.concatenate(entries + [np.zeros(0, np.int64)]).astype(col_type))
 
 
 def top_field_order(w: np.ndarray, low_bits: int, top_bits: int) -> np.ndarray:
@@ -119,8 +131,10 @@ def encode_packed(w: np.ndarray, bias: np.ndarray, bits: tuple[int, ...]) -> dic
     top = XMAX * np.abs(scaled[:, -1]).sum(axis=1)        # 2^shift * |row nrow-1's field sum|
     if int(np.max(mixed + low, initial=0)) >= LIMIT or int(np.max(top, initial=0)) >= LIMIT:
         return None
-    kr = k.reshape(up, dp)
-    fix_n, entries = _corrections(kr)
+    fixes = _corrections(k.reshape(up, dp), dp)
+    if fixes is None:
+        return None
+    fix_n, entries = fixes
     bias_p = np.abs(pad_to(bias, (up,))).reshape(up // nrow, nrow)
     off = XMAX * dp * offsets                                            # |2^(b-1) sum(x)|
     row_field = XMAX * np.abs(fields).sum(axis=2)                        # unscaled field sums
@@ -129,8 +143,8 @@ def encode_packed(w: np.ndarray, bias: np.ndarray, bits: tuple[int, ...]) -> dic
     if int(np.max(rows, initial=0)) >= LIMIT:
         return None
     enc = dict(fmt="p4" if perm is None else "p556", rows=nrow, up=up, dp=dp,
-               weights=lane_words(h).reshape(-1), fix_n=fix_n.astype(np.uint16),
-               fix=entries.astype(np.int16), outliers=int(entries.size))
+               weights=lane_words(h).reshape(-1), fix_n=fix_n, fix=entries,
+               outliers=int(entries.size))
     if perm is not None:
         enc["perm"] = perm.astype(np.uint16)
     return enc

@@ -27,6 +27,7 @@ from . import Lowered, c_comment, kernel
 from ._dsp import (UNROLL_MAX_GROUPS, UNROLL_MIN_K, acc_bound, constant_channels, dsp_conv_helpers,
                    dsp_conv_scratch, fast_requant_consts, fast_requant_values, has_dsp, pad_to,
                    pair_weights, round_up, zero_channels)
+from ._conv_cols import column_vars
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
@@ -213,16 +214,19 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=None) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
     the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
-    _conv_pack.py the caller can lower under --optimize size (size_fmt in the result)."""
+    _conv_pack.py the caller can lower under --optimize size (size_fmt in the result). perm:
+    the order of the taps in a row (the columns' order, _conv_cols.py), else the model's."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
+    if perm is not None:
+        wflat = wflat[:, perm]
     fbias = folded_bias(bias, wflat.astype(np.int64).sum(axis=1), in_off, what)
     mult, shift = per_channel_multipliers(x, w, y, out_c)
     dsp = has_dsp(ctx.target)
@@ -267,9 +271,15 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
             fbias = dfb
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
+            # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
+            # under speed from doubled weights, else from doubled columns (one SADD16 per
+            # column word: kp / 2 per pixel, against one instruction saved per output value)
+            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2)
+            rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
-                     unrolled=kp // 4 if unroll else 0)
+                     unrolled=kp // 4 if unroll else 0,
+                     dcols=doubled and ctx.optimize != "speed")
             if v["unrolled"]:
                 v["rq_rows"] = table
             else:
@@ -295,7 +305,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = ()) -> di
         # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
         # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
         # per 16 MACs, twice the weight bytes)
-        t = wdata.astype(np.int64) & 0xFFFF                  # [pairs][groups][2 rows][4 taps]
+        # The unrolled kernel takes weights and biases doubled (2 * w fits int16, 2 * |bias|
+        # < 2^31 as the bound is < 2^30), so its sums arrive doubled: no shift before SMMLAR
+        double = 2 if v.get("unrolled") else 1
+        t = (double * wdata.astype(np.int64)) & 0xFFFF       # [pairs][groups][2 rows][4 taps]
         words = np.stack([t[..., 0] | t[..., 2] << 16, t[..., 1] | t[..., 3] << 16], axis=-1)
         v["weights"] = pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
@@ -376,9 +389,17 @@ def lower_conv2d(op, g, ctx):
                 return low
         if has_rv(ctx.target):    # RISC-V: GEMM of _rv.py, im2col into scratch unless 1x1
             return lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v)
+        direct = kh == 1 and kw == 1 and in_c % 4 == 0
+        # im2col columns built straight from the input (_conv_cols.py): the weights' taps
+        # in the columns' order; not under --optimize size (its packed rows keep the model's)
+        cols = (column_vars(win, in_h, in_w, in_c) if has_dsp(ctx.target) and not direct
+                and sized is None and ctx.optimize != "size" else None)
         v.update(sized or int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
-                                         pack=("rq", "packed")))
-        v["direct"] = kh == 1 and kw == 1 and in_c % 4 == 0
+                                         pack=("rq", "packed"),
+                                         perm=cols["perm"] if cols else None))
+        v["direct"] = direct
+        if cols and not v.get("size_fmt"):
+            v["cols"] = cols
         if v.get("size_fmt"):   # --optimize size: compact constants (_conv_pack.py)
             body, scratch, may_inplace = size_lowering(v)
             inplace = may_inplace and v["direct"] and pointwise_inplace(win, in_h, in_w, in_c, out_c)

@@ -18,11 +18,13 @@ import numpy as np
 from ..templating import render
 from . import Lowered, c_comment, kernel
 from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
-                   round_up, zero_channels)
+                   zero_channels)
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_pack import dw_size_preamble, dw_size_vars
 from ._conv_rules import folded_bias, ring_inplace
+from ._depthwise_s2 import s2_vars
+from ._dw_pairs import pairs_ok, pairs_table, pairs_vars
 from ._f32 import depthwise_vars as depthwise_f32_vars
 from ._rv import has_rv
 from ._rv_dw import dw_rv_vars
@@ -57,36 +59,6 @@ def dsp_weights(ctx, wk, in_c, scale: int = 1):
                      + (", doubled" if scale == 2 else ""))
 
 
-def pairs_ok(win, act, y, in_c: int, in_w: int) -> bool:
-    """Whether the 3x3 stride-1 kernel over per-channel rows (depthwise_s8_dsp_pairs.c.j2)
-    applies: no clamp beyond SSAT, LDRD's post-index reaches a channel row (<= 1020 bytes),
-    STRB's offset the next pixel's channel."""
-    return (win.kh == win.kw == 3 and win.sh == win.sw == 1 and win.dh == win.dw == 1
-            and activation_range_int(act, y) == (-128, 127) and 2 * pair_columns(win) <= 1020
-            and in_c <= 4095)
-
-
-def pair_columns(win) -> int:
-    """Columns per extended channel row of the pairs kernel: every column a pair of outputs
-    reads (ox .. ox + 3, the last output alone still loading 4), rounded up to even."""
-    return round_up(win.out_w + 3, 2)
-
-
-def pairs_table(ctx, wk, dfb, mult, radd, rshift, in_c):
-    """Per channel, in the order the pairs kernel reads them: the doubled folded bias, the
-    words W01 = (w0, w1) and W12 = (w1, w2) of each kernel row (doubled weights as int16
-    halves), multiplier, radd, rshift."""
-    t = (2 * wk.astype(np.int64)).reshape(3, 3, in_c) & 0xFFFF          # [ky][kx][c]
-    w01 = t[:, 0] | t[:, 1] << 16
-    w12 = t[:, 1] | t[:, 2] << 16
-    taps = np.stack([w01, w12], axis=1).reshape(6, in_c).T               # [c][6]
-    cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,))[:, None] for a in (mult, radd, rshift)]
-    table = np.concatenate([(2 * np.asarray(dfb, np.int64))[:, None], taps] + cols, axis=1)
-    return ctx.const((table & 0xFFFFFFFF).astype(np.uint32).view(np.int32).reshape(-1), "int32_t",
-                     "weights_requant", "per channel: doubled folded bias, (w0, w1) and (w1, w2) "
-                     "of each kernel row doubled, multiplier, radd, rshift")
-
-
 def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what, pairs=False) -> dict:
     """Everything the DSP variant reads: its weight layout, tap offsets, the zero-point word,
     the folded bias (0 for channels with constant outputs) and the requantization. With the
@@ -111,8 +83,8 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what, pairs=False)
         mult_, rshift, radd, _ = values
         if pairs:
             v.update(fast=True, table=True, pairs=True, per_channel=w.quant.per_channel,
-                     out_zp=y.zero_point, wtab=pairs_table(ctx, wk, dfb, mult_, radd, rshift, in_c),
-                     act_min=-128, act_max=127)
+                     out_zp=y.zero_point, wtab=pairs_table(ctx, wk, dfb, mult_, radd, rshift, in_c))
+            v["act_min"], v["act_max"] = activation_range_int(act, y)
             return v
         cols = [np.broadcast_to(np.asarray(a, np.int64), (in_c,)).reshape(in_c // 4, 4)
                 for a in (2 * dfb, mult_, radd, rshift)]
@@ -152,6 +124,7 @@ def lower_depthwise_conv2d(op, g, ctx):
     v = dict(batches=batches, in_h=in_h, in_w=in_w, in_c=in_c, out_c=out_c, depth_mult=mult, w=win)
     scratch = 0
     inplace = False
+    pair_helpers: set[str] = set()
     if x.dtype == "float32":
         v.update(depthwise_f32_vars(ctx, w, b, win, in_h, in_w))
         v["act_min"], v["act_max"] = activation_range_float(act)
@@ -174,19 +147,23 @@ def lower_depthwise_conv2d(op, g, ctx):
                                macs=batches * win.out_h * win.out_w * out_c * kh * kw)
         dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
         v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
-        if dsp:
+        # 3x3 stride 2 on the DSP cores: its own kernel when it applies (_depthwise_s2.py)
+        s2 = dsp and ctx.optimize != "size" and s2_vars(ctx, x, w, y, wk, bias, win, act, what)
+        if s2:
+            v.update(s2)
+            scratch, pair_helpers = s2["scratch"], s2["s2_helpers"]
+        elif dsp:
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what,
-                                   pairs=pairs_ok(win, act, y, in_c, in_w) and ctx.optimize != "size"))
+                                   pairs=pairs_ok(win, in_c, in_w) and ctx.optimize != "size"))
             inplace = ring_inplace(g, x, win, in_h, in_w)
             if v.get("pairs"):
-                # per-channel extended rows, two outputs per pass (depthwise_s8_dsp_pairs.c.j2);
-                # in place as the rows kernel below (every input row up to oy is extended
+                # per-channel extended rows, blocks of up to 5 outputs (_dw_pairs.py); in
+                # place as the rows kernel below (every input row up to oy is extended
                 # before output row oy is written)
-                zp = x.zero_point & 0xFFFF
-                v.update(pwp=pair_columns(win), xoff=win.pad_l,
-                         zpe=int(np.array([zp | zp << 16], np.uint32).view(np.int32)[0]))
-                scratch = 6 * in_c * v["pwp"]   # 3 rows of in_c x pwp int16
+                pv, pair_helpers, scratch = pairs_vars(win, in_w, in_c, x.zero_point,
+                                                       v["act_min"], v["act_max"])
+                v.update(pv)
             elif v.get("table") and rows_ok(win):
                 # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
                 # extended once instead of once per window reading it, and no border path.
@@ -212,12 +189,19 @@ def lower_depthwise_conv2d(op, g, ctx):
                 v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
             v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
         body = render("kernels/depthwise_s8.c.j2", **v)
-        helpers = {"requant", "dsp"} if dsp else {"requant"}
+        helpers = ({"requant", "dsp"} | pair_helpers) if dsp else {"requant"}
         if v.get("rq_meta"):      # --optimize size: the table goes after the kernel's scratch
             offset = (scratch + 3) // 4 * 4
             pre, extra = dw_size_preamble(v, offset)
             body, scratch = pre + body, offset + extra
             helpers |= {"conv_pack"}
+    # The strided DSP kernel out of line: inlined into NAME_invoke, gcc 12's allocation of its
+    # loop moved with every change elsewhere in the model (with the out-of-line pairs blocks,
+    # vww's 48x48x16 layer on the M7 went 311,760 -> 744,480 instructions); in its own
+    # function it keeps its code (321,080 there, the M4 unchanged). Not in size mode, where
+    # it cost the M7 64k instructions and flash 128 bytes.
+    strided = (x.dtype == "int8" and v.get("dsp") and not v.get("pairs") and not v.get("rows")
+               and ctx.optimize != "size")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,
-                   choice=v.get("size_why", ""))
+                   choice=v.get("size_why", ""), noinline=bool(strided))

@@ -35,7 +35,8 @@ FORMAT_NOTES = {"s8": "blocks of 4 rows interleaved per 4 inputs, 4 int8 per wor
 def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth):
     """Constants of the DSP kernel (helpers/fc_dsp*.c.j2; the weight format is chosen by
     _fc_formats.py), or None when its fast requantization would not be exact (then the
-    portable kernel is used)."""
+    portable kernel is used). A split encoding (p556 with some rows int8) is two kernel
+    calls ("parts"), the second one's outputs scattered to their rows."""
     wabs = np.abs(wdata).sum(axis=1)
     if np.abs(folded).max(initial=0) >= 2 ** 31:
         return None
@@ -48,35 +49,52 @@ def dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
         enc = encode_s8(wdata)
     else:
         enc = choose(wdata, folded, batches, ctx.optimize)
-    if "perm" in enc:   # rows reordered: per-channel constants follow, the kernel stores via perm
-        p = enc["perm"].astype(np.int64)
-        folded, wabs, mult, shift = folded[p], wabs[p], mult[p], shift[p]
-        where = {int(r): i for i, r in enumerate(p)}
-        consts = {where[c]: value for c, value in consts.items()}
-    up, dp = enc["up"], enc["dp"]
-    if up // enc["rows"] > 65536 or dp // 4 > 65536:
+    parts = [(enc, enc["perm"].astype(np.int64) if "perm" in enc else np.arange(units))]
+    if "split" in enc:
+        parts.append((enc["split"]["enc"], enc["split"]["rows"].astype(np.int64)))
+    if any(e["up"] // e["rows"] > 65536 for e, _ in parts) or enc["dp"] // 4 > 65536:
         return None   # the kernels' loops (and their proof) are bounded at 65536 blocks and groups
+    vs = []
+    for e, rows in parts:   # per part its rows' constants, in the part's row order
+        where = {int(r): i for i, r in enumerate(rows)}
+        part = _part(ctx, e, w, y, rows, folded[rows], wabs[rows], mult[rows], shift[rows],
+                     {where[c]: v for c, v in consts.items() if c in where})
+        if part is None:
+            return None
+        vs.append(part)
+    dp = enc["dp"]
+    v = dict(vs[0], batches=batches, units=units, depth=depth, dp=dp, pad_x=dp != depth,
+             scratch=(dp if dp != depth else 0) + (len(parts[1][1]) if len(parts) > 1 else 0))
+    if len(parts) > 1:
+        v["split"] = dict(vs[1], rows=ctx.const(parts[1][1].astype(np.uint16), "uint16_t", "rows",
+                                                "output row of each int8 row"))
+    v["act_min"], v["act_max"] = activation_range_int(act, y)
+    v["choice"] = f"weights {enc['fmt']} ({enc.get('why', 'the only DSP format here')})"
+    return v
+
+
+def _part(ctx, enc, w, y, rows, folded, wabs, mult, shift, consts):
+    """Kernel operands of one encoded part whose stored rows are output rows `rows` (their
+    bias and requantization in that order; a p556 kernel stores through perm)."""
+    up, fmt = enc["up"], enc["fmt"]
     fast = fast_requant_consts(ctx, mult, shift, y.zero_point, acc_bound(folded, wabs),
                                w.quant.per_channel, up, arrays=True, constants=consts)
     if fast is None or fast["rq_zp"] != 0:
         return None
-    fmt = enc["fmt"]
-    v = dict(fast, batches=batches, units=units, depth=depth, up=up, dp=dp, pad_x=dp != depth,
-             scratch=dp if dp != depth else 0, fmt=fmt, blocks=up // enc["rows"],
-             kernel=KERNELS[fmt],
+    v = dict(fast, up=up, fmt=fmt, blocks=up // enc["rows"], kernel=KERNELS[fmt], n=len(rows),
              weights=ctx.const(enc["weights"], "int32_t", "weights",
                                f"{c_comment(w.label)} ({FORMAT_NOTES[fmt]})"),
              bias=ctx.const(pad_to(folded.astype(np.int32), (up,)), "int32_t", "bias",
                             "bias with the input zero point folded in"))
     if "fix" in enc:
-        v["fix_n"] = ctx.const(enc["fix_n"], "uint16_t", "fix_n",
-                               "weights outside their field, per row (fix entries)")
+        v["fix_n"] = ctx.const(enc["fix_n"], "uint32_t", "fix_n",
+                               "corrections per row: n+ | n- << 16 (fix entries)")
         if "perm" in enc:
             v["perm"] = ctx.const(enc["perm"], "uint16_t", "perm", "output row of each stored row")
-        v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, np.int16), "int16_t",
-                             "fix", "column | k << 11: weight = field + k * 2^bits")
-    v["act_min"], v["act_max"] = activation_range_int(act, y)
-    v["choice"] = f"weights {fmt} ({enc.get('why', 'the only DSP format here')})"
+        ctype = "uint8_t" if enc["fix"].dtype == np.uint8 else "uint16_t"
+        v["fix_wide"] = int(ctype == "uint16_t")
+        v["fix"] = ctx.const(enc["fix"] if enc["fix"].size else np.zeros(1, enc["fix"].dtype), ctype,
+                             "fix", "columns of weights = field + 2^bits (n+), - 2^bits (n-) per row")
     return v
 
 
@@ -111,10 +129,13 @@ def lower_fully_connected(op, g, ctx):
         if has_dsp(ctx.target) and batches * units * depth > 0:
             dsp = dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
             if dsp is not None:
-                body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp)
+                body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp, main=dsp)
+                fmts = [dsp] + ([dsp["split"]] if "split" in dsp else [])
                 return Lowered(body=body, inputs=[x.id], outputs=[y.id],
-                               helpers={"requant", "dsp", HELPERS[dsp["fmt"]]}
-                               | ({"dsp_fc"} if dsp["fmt"] not in ("s8", "s16") else set()),
+                               helpers={"requant", "dsp"} | {HELPERS[p["fmt"]] for p in fmts}
+                               | ({"dsp_fc"} if any(p["fmt"] not in ("s8", "s16") for p in fmts)
+                                  else set())
+                               | ({"dsp_fc_fix"} if any("fix" in p for p in fmts) else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth, choice=dsp["choice"])
         if (has_rv(ctx.target) and batches * units * depth > 0

@@ -13,11 +13,12 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._dsp import has_dsp
 from ._mve import has_mve
 from ._quant import activation_range_float, activation_range_int
 
-# Largest window the Helium average pool sums in int16 lanes: 256 x 128 = 32768 = -INT16_MIN,
-# 256 x 127 <= INT16_MAX
+# Largest window the Helium and DSP average pools sum in int16 lanes: 256 x 128 = 32768 =
+# -INT16_MIN, 256 x 127 <= INT16_MAX
 MVE_POOL_MAX_WINDOW = 256
 
 
@@ -88,6 +89,11 @@ def _lower_pool(op, g, ctx, mode):
             body = render("kernels/pool_avg_s8_mve.c.j2", act_min=lo, act_max=hi, **geo)
             return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"pool_mve"},
                            scratch_bytes=2 * (-(-geo["channels"] // 8) * 8))
+        if mode == "avg" and x.dtype == "int8" and has_dsp(ctx.target) \
+                and geo["filter_h"] * geo["filter_w"] <= MVE_POOL_MAX_WINDOW:
+            # DSP cores: window sums of 4 channels per word, SXTAB16 (pool_avg_s8_dsp.c.j2)
+            body = render("kernels/pool_avg_s8_dsp.c.j2", act_min=lo, act_max=hi, **geo)
+            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"dsp", "pool_dsp"})
         body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,
                       lowest=qmin, **geo)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

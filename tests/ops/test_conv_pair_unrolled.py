@@ -1,5 +1,5 @@
-"""The shared int8 CONV_2D kernel unrolled per depth (eerie_conv_pair_s8_gG and, under
---optimize speed, eerie_conv_pair_s8_gGw; helpers/gemm_dsp_g.c.j2): layers of at most
+"""The shared int8 CONV_2D kernel unrolled per depth (eerie_conv_pair_s8_gG, eerie_conv_pair_s8_gGd
+with doubled columns and, under --optimize speed, eerie_conv_pair_s8_gGw; helpers/gemm_dsp_g.c.j2): layers of at most
 UNROLL_MAX_GROUPS groups of 4 taps, no clamp beyond SSAT, an even channel count. vs TFLM on
 shapes that reach each part of it: one and several pairs of channels, 2 to 32 groups (the
 column offsets), odd pixel counts (the last pixel twice), batches > 1, strides, dilation,
@@ -26,7 +26,15 @@ SHAPES = {
     "k2x3-K60-s1x2-pad": ((1, 4, 5, 10), 4, (2, 3), (1, 2), "SAME", (1, 1), True),       # 15
     "pw-K16-one-pair": ((1, 3, 3, 16), 2, (1, 1), (1, 1), "SAME", (1, 1), False),        # 4
     "pw-K128-odd-pixels": ((1, 3, 5, 128), 6, (1, 1), (1, 1), "SAME", (1, 1), True),    # 32
-    "pw-K8-batch3-s2": ((3, 5, 4, 8), 6, (1, 1), (2, 2), "VALID", (1, 1), True),         # 2
+    "d-pw-K8-batch3-s2": ((3, 5, 4, 8), 6, (1, 1), (2, 2), "VALID", (1, 1), True),         # 2
+    # out_c > kp / 2: columns doubled (SADD16), the "d" copy (by default; speed doubles the
+    # weights instead): 1 to 16 input channels, the column builders of _conv_cols.py
+    "d-pw-K8-odd-pixels": ((1, 5, 3, 8), 10, (1, 1), (1, 1), "SAME", (1, 1), True),       # 2
+    "d-pw-K16-batch2": ((2, 3, 4, 16), 12, (1, 1), (1, 1), "VALID", (1, 1), False),      # 4
+    "d-k10x4-in1-s2": ((1, 13, 7, 1), 24, (10, 4), (2, 2), "SAME", (1, 1), True),        # 10
+    "d-k3-in3-s2-first": ((2, 9, 8, 3), 16, (3, 3), (2, 2), "SAME", (1, 1), True),       # 7
+    "d-k3-in2-dil2": ((1, 8, 7, 2), 12, (3, 3), (1, 1), "SAME", (2, 2), False),          # 5
+    "d-k3-in4-valid": ((1, 6, 6, 4), 20, (3, 3), (1, 1), "VALID", (1, 1), True),         # 9
 }
 
 
@@ -44,9 +52,12 @@ def _groups(case) -> int:
 def _called(code: str, case, wide: bool) -> None:
     g = _groups(case)
     assert g <= UNROLL_MAX_GROUPS
-    assert re.search(rf"eerie_conv_pair_s8_g{g}{'w' if wide else ''}\(ca,", code), \
-        "the unrolled kernel is the one under test"
-    assert f"static void eerie_conv_pair_s8_g{g}{'w' if wide else ''}(" in code
+    # doubled columns by default where the channels outnumber half the padded depth
+    d = "d" if not wide and SHAPES[case][1] > 2 * g else ""
+    assert (d == "d") == case.startswith("d-") or wide
+    name = f"eerie_conv_pair_s8_g{g}{'w' if wide else ''}{d}"
+    assert re.search(rf"{name}\(ca,", code), "the unrolled kernel is the one under test"
+    assert f"static void {name}(" in code
 
 
 @pytest.mark.parametrize("case", sorted(SHAPES))

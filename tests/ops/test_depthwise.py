@@ -18,7 +18,7 @@ def out_size(padding, size, k, stride, dil):
 
 def dw_model(dtype, in_shape, mult, k, stride=(1, 1), padding="SAME", dil=(1, 1), act="NONE",
              per_channel=True, bias=True, in_zp=-5, seed=0, w_channels=None, attr_mult=None,
-             out_scale=0.12):
+             out_scale=0.12, out_zp=-2):
     rng = np.random.default_rng(seed)
     n, h, w_, c = in_shape
     kh, kw = k
@@ -37,7 +37,7 @@ def dw_model(dtype, in_shape, mult, k, stride=(1, 1), padding="SAME", dil=(1, 1)
             bscale = 0.05 * np.asarray(wscale, np.float32)
             ins.append(mb.const(rng.integers(-2000, 2000, oc), "int32", scale=bscale,
                                 zero_point=[0] * len(bscale), axis=0))
-        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=-2)
+        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=out_zp)
     else:
         x = mb.input(list(in_shape), "float32")
         w = mb.const(rng.standard_normal(wshape) * 0.3, "float32")

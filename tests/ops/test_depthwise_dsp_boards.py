@@ -16,14 +16,15 @@ from test_depthwise import dw_model
 from test_dsp_kernels import check_dsp_board, check_dsp_target
 
 # in_shape, kernel, stride, padding, dilation, act, per_channel (stride 1: the rows kernel,
-# but 3x3 undilated with no clamp beyond SSAT: the pairs kernel, test_depthwise_pairs.py;
-# strided layers keep depthwise_s8_dsp.c.j2, with the table from 32 channels on)
+# but 3x3 undilated: the pairs kernel, test_depthwise_pairs.py; strided layers keep
+# depthwise_s8_dsp.c.j2, with the table from 32 channels on)
 SHAPES = {
-    "k3-odd-relu6": ((1, 7, 5, 36), (3, 3), (1, 1), "SAME", (1, 1), "RELU6", True),
-    "k3-batch2-8ch": ((2, 9, 6, 8), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),
+    "k3-odd-relu6": ((1, 7, 5, 36), (3, 3), (1, 1), "SAME", (1, 1), "RELU6", True),   # pairs
+    "k3x2-odd-relu6": ((1, 7, 5, 36), (3, 2), (1, 1), "SAME", (1, 1), "RELU6", True),
+    "k3-batch2-8ch": ((2, 9, 6, 8), (3, 3), (1, 1), "SAME", (1, 1), "NONE", True),     # pairs
     "k3-dil2-valid": ((1, 9, 8, 32), (3, 3), (1, 1), "VALID", (2, 2), "RELU", False),
     "k5x3-same": ((1, 6, 7, 48), (5, 3), (1, 1), "SAME", (1, 1), "RELU", True),   # C taps (kh > 3)
-    "k3-256ch": ((1, 4, 5, 256), (3, 3), (1, 1), "SAME", (1, 1), "RELU", True),    # C taps (LDRD reach)
+    "k2x3-256ch": ((1, 4, 5, 256), (2, 3), (1, 1), "SAME", (1, 1), "RELU", True),  # C taps (LDRD reach)
     "k3-dil2-none": ((1, 9, 8, 32), (3, 3), (1, 1), "SAME", (2, 2), "NONE", True),
     "k3-valid-odd": ((1, 8, 7, 32), (3, 3), (1, 1), "VALID", (1, 1), "RELU6", True),
     "k3-s2-batch2-table": ((2, 9, 6, 32), (3, 3), (2, 2), "SAME", (1, 1), "NONE", True),  # not rows
@@ -41,8 +42,8 @@ def test_depthwise_table_host(tmp_path, case):
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     code = compile_model(src, target="cortex-m4", name="m").files["m.c"]
-    if case == "k3-batch2-8ch":
-        assert "(w0, w1) and (w1, w2)" in code, "3x3, stride 1, no clamp: the pairs kernel"
+    if SHAPES[case][1:3] == ((3, 3), (1, 1)) and SHAPES[case][4] == (1, 1):
+        assert "(w0, w1) and (w1, w2)" in code, "3x3, stride 1: the pairs kernel"
     elif SHAPES[case][2] == (1, 1):
         assert "extended zero-point row" in code, "the kernel over extended rows is the one under test"
     else:
@@ -61,8 +62,9 @@ def test_depthwise_table_qemu(tmp_path, case, board):
 @pytest.mark.parametrize("kw", [dict(), dict(dil=(2, 2)), dict(batches=2), dict(hw=(9, 7), c=12)],
                          ids=["3x3", "dilated", "batches", "9x7x12"])
 def test_rows_in_place_qemu(tmp_path, kw, board):
-    """In place the rows kernel writes output row oy straight over input row oy (already
-    extended, like every row up to it): no ring of output rows."""
+    """In place the rows kernel (dilated) and the pairs kernel (3x3: fused RELU at a zero
+    point of -1) write output row oy straight over input row oy (already extended, like every
+    row up to it): no ring of output rows."""
     from test_dsp_kernels import dw_chain
     model, shape = dw_chain(**kw)
     p = tmp_path / "m.tflite"
@@ -70,6 +72,8 @@ def test_rows_in_place_qemu(tmp_path, kw, board):
     rep = compile_model(p, target="cortex-m4", name="m").report
     dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
     assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"], "runs in place"
+    assert ("static void eerie_dw_pairs" in compile_model(p, target="cortex-m4", name="m").files["m.c"]) \
+        == ("dil" not in kw)
     xs = [random_inputs(list(shape), "int8", 2, seed=6)]
     got, rep = run_model(p, xs, board=board)
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])

@@ -24,7 +24,7 @@ from tflite_builder import ACT, ModelBuilder
 
 from test_dsp_kernels import check_dsp_board, dsp_target_run
 
-FORMATS = ["s8", "mix", "p4", "p556", "s16"]
+FORMATS = ["s8", "mix", "p4", "p556", "s16", "p556+s8"]
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
 needs_board = pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS),
                                  reason="needs arm-none-eabi-gcc, make and qemu-system-arm")
@@ -68,8 +68,20 @@ def fc_weights_model(w: np.ndarray, batches: int, act: str, per_channel: bool, s
 
 
 def kernels_used(c_source: str) -> list[str]:
-    """The FC kernels called, in layer order ("s8", "mix", "p4", "p556")."""
+    """The FC kernels called, in layer order ("s8", "mix", "p4", "p556"; a split layer's
+    int8 rows: a second call)."""
     return [m.removeprefix("eerie_fc_") for m in re.findall(r"(eerie_fc_\w+)\(xs", c_source)]
+
+
+def check_kernels(c_source: str, fmt: str) -> None:
+    """The layer uses format fmt ("p556+s8": p556 with its rows that have corrections in a
+    second, int8 call, scattered to their rows)."""
+    used = kernels_used(c_source)
+    if fmt == "p556+s8":
+        assert used in (["p556", "mix"], ["p556", "s8"]), used
+        assert re.search(r"out0\[b \* \d+ \+ \w+_rows\[i\]\] = ys\[i\];", c_source)
+    else:
+        assert used == [fmt], used
 
 
 CASES = [
@@ -90,7 +102,7 @@ def test_fc_format_host(tmp_path, monkeypatch, fmt, case):
     monkeypatch.setattr(_fc_formats, "FORCE", fmt)
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
-    assert kernels_used(compile_model(p, target="cortex-m4", name="m").files["m.c"]) == [fmt]
+    check_kernels(compile_model(p, target="cortex-m4", name="m").files["m.c"], fmt)
     xs = [random_inputs([batches, depth], "int8", 4, seed=3)]
     ref = tflm_run(model, xs)[0]
     assert len(np.unique(ref)) > 8, "outputs should not all saturate"
@@ -99,7 +111,7 @@ def test_fc_format_host(tmp_path, monkeypatch, fmt, case):
 
 @needs_board
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500"])
-@pytest.mark.parametrize("fmt", ["mix", "p4", "p556", "s16"])
+@pytest.mark.parametrize("fmt", ["mix", "p4", "p556", "s16", "p556+s8"])
 @pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2]], ids=["u11-d37", "u7-d44", "u10-d130"])
 def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
     """The same layers on the real instructions (QEMU mps2-an386 and the M7, mps2-an500)."""
@@ -107,7 +119,7 @@ def test_fc_format_on_cortex_m4(tmp_path, monkeypatch, fmt, case, board):
     w = engineered_weights(units, depth, seed=units, minus128=fmt != "mix")
     model = fc_weights_model(w, batches, act, per_channel)
     monkeypatch.setattr(_fc_formats, "FORCE", fmt)
-    assert kernels_used(check_dsp_board(tmp_path, model, [batches, depth], board, seed=4, n=3)) == [fmt]
+    check_kernels(check_dsp_board(tmp_path, model, [batches, depth], board, seed=4, n=3), fmt)
 
 
 def decode(enc: dict, units: int, depth: int) -> np.ndarray:
@@ -132,11 +144,16 @@ def decode(enc: dict, units: int, depth: int) -> np.ndarray:
         rows.append(f - (1 << (b - 1)) if r < nrow - 1 else ((f ^ (1 << (b - 1))) - (1 << (b - 1))))
         shift += b
     w = np.stack(rows, axis=1).reshape(-1, dp)
+    assert enc["fix"].dtype == (np.uint8 if dp <= 256 else np.uint16)
     pos = 0
-    for r, n in enumerate(enc["fix_n"]):
-        for e in enc["fix"][pos:pos + n].astype(np.int64):
-            w[r, e & 0x7ff] += (e >> 11) << bits[r % nrow]
-        pos += n
+    for r, counts in enumerate(enc["fix_n"].astype(np.int64)):
+        n_plus, n_minus = counts & 0xffff, counts >> 16
+        for c in enc["fix"][pos:pos + n_plus].astype(np.int64):
+            w[r, c] += 1 << bits[r % nrow]
+        for c in enc["fix"][pos + n_plus:pos + n_plus + n_minus].astype(np.int64):
+            w[r, c] -= 1 << bits[r % nrow]
+        pos += n_plus + n_minus
+    assert pos == enc["fix"].size
     return w[:units, :depth]
 
 
@@ -151,6 +168,28 @@ def test_encodings_round_trip(fmt, units, depth):
         assert sorted(perm) == list(range(units))
         w = w[perm]
     np.testing.assert_array_equal(decode(enc, units, depth), w)
+
+
+@pytest.mark.parametrize("units,depth", [(11, 37), (10, 130), (128, 640)])
+def test_split_round_trip(units, depth):
+    """A split p556 layer: its packed rows (perm: output rows) and its int8 rows (split
+    rows) give back every weight once; the rule's heavy rows are those with most corrections."""
+    w = engineered_weights(units, depth, seed=depth)
+    full = _fc_pack.encode("p556", w, np.zeros(units, np.int64))
+    heavy = _fc_formats.heavy_rows(full)
+    with_fix = np.sort(full["perm"][full["fix_n"][:units] != 0].astype(np.int64))
+    rows = heavy if 0 < heavy.size < units else with_fix   # small layers: every row is heavy
+    enc = _fc_formats.encode_split(w, np.zeros(units, np.int64), rows)
+    assert enc is not None and 0 < rows.size < units
+    perm, part = enc["perm"].astype(np.int64), enc["split"]["enc"]
+    assert sorted(np.concatenate([perm, enc["split"]["rows"]]).tolist()) == list(range(units))
+    np.testing.assert_array_equal(decode(enc, perm.size, depth), w[perm])
+    if part["fmt"] == "mix":
+        np.testing.assert_array_equal(decode(part, rows.size, depth), w[rows])
+    counts = (full["fix_n"] & 0xFFFF).astype(np.int64) + (full["fix_n"] >> 16)
+    by_row = dict(zip(full["perm"].tolist(), counts.tolist()))
+    if rows is heavy:   # every heavy row has more corrections than any row kept packed
+        assert min(by_row[r] for r in heavy) > max(by_row[r] for r in perm)
 
 
 def test_bounds_fall_back():
@@ -180,19 +219,29 @@ def test_bounds_fall_back():
     # packed: a column index needs more than 11 bits
     assert _fc_pack.encode("p4", np.zeros((4, 2048), np.int64), zero) is None
     assert _fc_pack.encode("p4", np.zeros((4, 2044), np.int64), zero) is not None
+    # packed: a row needs more than 65535 columns of one sign (each correction |k| times)
+    w = np.zeros((4, 2044), np.int64)
+    w[0] = np.tile([1, -1], 1022) * 127                 # p4: k = +-8 at 1022 columns each
+    assert _fc_pack._corrections(np.array([[0] * 3 + [7] * 9362 + [1]]), 9366) is not None  # 65535
+    assert _fc_pack._corrections(np.array([[0] * 3 + [-7] * 9362 + [-2]]), 9366) is None   # 65536
+    assert _fc_pack.encode("p4", w, zero) is not None
     # packed: a row's sums with a huge bias
     w = np.ones((4, 8), np.int64)
     assert _fc_pack.encode("p4", w, np.array([2 ** 31 - 10, 0, 0, 0])) is None
 
 
 def test_format_choice_on_shared_models(models_dir, monkeypatch):
-    """ad01's first four layers are packed (what its flash target needs), its wide-weight
-    layers and every FC layer of the other models stay int8 (mixed rows); PACK = False and
-    the M55 (whose FC layers use Helium) keep int8."""
+    """ad01's layers 0, 2 and 3 are packed (what its flash target needs: they save the most
+    bytes per instruction added; layer 0 with its rows of many corrections int8, a second
+    call), layer 1 and 6 (under 1 B per instruction), its wide-weight layers and every FC
+    layer of the other models stay int8 (mixed rows); PACK = False and the M55 (whose FC
+    layers use Helium) keep int8."""
     ad01 = models_dir / "ad01_int8.tflite"
-    used = kernels_used(compile_model(ad01, target="cortex-m4", name="m").files["m.c"])
-    assert used[:4] == ["p556", "p4", "p4", "p4"], used
-    assert used[7:] == ["mix", "mix", "mix"], used
+    src = compile_model(ad01, target="cortex-m4", name="m").files["m.c"]
+    used = kernels_used(src)
+    assert used[:5] == ["p556", "mix", "mix", "p4", "p4"], used
+    assert used[5:] == ["mix"] * 6, used
+    assert "ys, 6, 160, 23, 0" in src   # layer 0: 23 of its 128 rows int8 (6 blocks of 4)
     for model in ("kws_ref_model", "vww_96_int8", "pretrainedResnet_quant"):
         src = compile_model(models_dir / f"{model}.tflite", target="cortex-m7", name="m").files["m.c"]
         assert set(kernels_used(src)) == {"mix"}, model

@@ -162,11 +162,11 @@ def test_kernel_hiding_stack_asm_under_gnuc_fails_the_compile(models_dir, monkey
 # cortex-m4: kws's counted assembly loops are eerie_fc_mix's, those of the general convolution
 # kernels eerie_conv_pair_s8 and eerie_conv_pair_s8w (helpers/gemm_dsp.c.j2 has both) and
 # those of the two unrolled ones kws uses, eerie_conv_pair_s8_g10 and _g16 (gemm_dsp_g.c.j2),
-# and per depthwise layer (4, depthwise_s8_dsp_pairs.c.j2) the loops of pairs and of the
-# last output alone (its width, 5, is odd); cortex-m55: the Helium conv kernel's loop over
+# and the depthwise block functions its 4 depthwise layers share (helpers/dw_pairs.c.j2: one
+# block of 5 outputs per row, one function per ring variant: 3); cortex-m55: the Helium conv kernel's loop over
 # groups of 4 channels in each of kws's 5 convolutions (kernels/_mve_asm.py: conv_loop_asm)
 @pytest.mark.parametrize("target,feature,asm_loops", [
-    ("cortex-m4", "__ARM_FEATURE_DSP", 13), ("cortex-m55", "__ARM_FEATURE_MVE", 5),
+    ("cortex-m4", "__ARM_FEATURE_DSP", 8), ("cortex-m55", "__ARM_FEATURE_MVE", 5),
     ("cortex-m3", "__thumb2__", 0), ("riscv32imafc", "__riscv_flen", 0), ("host", None, 0)])
 def test_report_records_each_configuration_proved(models_dir, tmp_path, target, feature, asm_loops):
     compile_model(models_dir / "kws_ref_model.tflite", tmp_path / "o", target=target, name="kws")

@@ -6,6 +6,7 @@
 #define EERIE_FAKE_ARM_ACLE_H
 #include <stdint.h>
 int32_t __sxtb16(int32_t x);                           /* SXTB16 */
+int32_t __sxtab16(int32_t acc, int32_t x);             /* SXTAB16 */
 int32_t __smlad(int32_t a, int32_t b, int32_t acc);    /* SMLAD */
 int32_t __smlabb(int32_t a, int32_t b, int32_t acc);   /* SMLABB */
 int32_t __smlatt(int32_t a, int32_t b, int32_t acc);   /* SMLATT */
