@@ -17,7 +17,7 @@ def patch_table(rows: list[dict]) -> str:
     for off, auto in zip(rows[::2], rows[1::2]):
         ch = auto["patches"].get("chosen")
         p = auto["patches"]
-        stage = (f"{ch['layers']}, {ch['grid'][0]}x{ch['grid'][1]}, {ch['patch_buffer_bytes']:,}"
+        stage = (f"{_grid(ch)}, {ch['patch_buffer_bytes']:,}"
                  if ch else f"none ({len(p.get('refused') or [])} prefixes over the bound)"
                  if p.get("refused") and not p.get("candidates") else "none chosen")
         est = f"{p['est_instruction_ratio']:.2f}x" if ch and p.get("est_instruction_ratio") else "-"
@@ -28,6 +28,13 @@ def patch_table(rows: list[dict]) -> str:
                    f"{ratio(auto['instructions'], off['instructions'])} | {est} | {stage} | {extra} | "
                    f"{'yes' if off['exact'] and auto['exact'] else 'NO'} |")
     return "\n".join(out) + "\n"
+
+
+def _grid(ch: dict) -> str:
+    """layers and grid, or steps for a stage with cached halos (plan/patch_cache.py)."""
+    if ch.get("halo") == "cached":
+        return f"{ch['layers']}, {ch['tiles']} steps, halos cached"
+    return f"{ch['layers']}, {ch['grid'][0]}x{ch['grid'][1]}"
 
 
 def person_detector(tmp: Path) -> Path:
@@ -122,7 +129,7 @@ def rows_table(rows: list[dict]) -> str:
                    f"{r['ram']:,} | {ratio(r['ram'], off['ram'])} | {r['arena']:,} | "
                    f"{ring['ring_bytes']:,} ({ring['image_bytes']:,}) | {r['instructions']:,} | "
                    f"{ratio(r['instructions'], off['instructions'])} | {est} | "
-                   f"{ch['layers']}, {ch['grid'][0]}x{ch['grid'][1]} | {'yes' if r['exact'] else 'NO'} |")
+                   f"{_grid(ch)} | {'yes' if r['exact'] else 'NO'} |")
     return "\n".join(out) + "\n"
 
 
@@ -132,12 +139,16 @@ one row buffer in .bss and pushes it with NAME_input_rows; that buffer is counte
 for vww_96_int8), the whole image is never in RAM.
 The ring of input rows lives in the arena (the stage's scratch). Instructions are those of the
 NAME_input_rows calls only (the harness's file reads between them are not counted). `bound` is
---max-recompute (the rows at 120% are bench/compare_tflm.py --rows-recompute 120): at the
-default 20% the planner keeps a 4-layer stage, after which vww's 24x24x32 depthwise layer needs
-25,088 B layer by layer; going lower takes an 8-layer stage (through the second stride-2
-depthwise), which costs about twice the instructions (docs/patches.md).
-On mps3-an547 the stages with the ring are Helium row bands (N x 1, each layer's own kernel,
-one band per NAME_input_rows call that completes its rows). pretrainedResnet_quant's stage is
+--max-recompute (the rows at the larger bound are bench/compare_tflm.py --rows-recompute).
+With the image pushed row by row the planner takes, for vww and the person detector, an 8-layer
+stage with cached halos (plan/patch_cache.py: through the second stride-2 depthwise, every
+output row computed once, the rows the next step reads again kept in each layer's buffer; "50
+steps": the first layer's 48 output rows one per step, then the last layers' rows): no extra
+MACs, a few percent more instructions (the moves and the calls), so a larger bound changes
+nothing there. Without the whole image in the arena a cached stage's buffers (each layer's
+kernel height of rows, all live) beat a recomputing stage's two band buffers.
+The stages' layers run their own kernels over their rows (Helium on the M55, the DSP kernels on
+the M4), one band or step per NAME_input_rows call that completes its rows. pretrainedResnet_quant's stage is
 its residual block in row bands on both boards; the ring saves it nothing: its 3,072 B input
 already shares bytes with the stage output when the whole image is in the arena.
 """
@@ -148,7 +159,8 @@ RAM = data + bss + measured stack high-water, as in results.md; instructions per
 (QEMU -icount shift=0). `auto` lets the planner choose the prefix and the grid that minimise the
 arena while the model's estimated instructions grow by at most {pct:g}% (eerie-c --patch auto
 --max-recompute {pct:g}; est. ratio is that compile-time estimate, eerie_c/estimate.py) and
-the recomputed halos add at most {pct:g}% MACs. A grid of N x 1 row bands runs each layer's own
+the recomputed halos add at most {pct:g}% MACs ("halos cached": a stage of row steps that
+computes every row once, plan/patch_cache.py). A grid of N x 1 row bands runs each layer's own
 kernel over the band (Helium on the M55, the DSP kernels on the M4; it also carries
 pretrainedResnet's first residual block, CONV_2D_ADD included); other grids run the per-tile C
 (SMLAD on DSP cores). The person detector is issue 19's MobileNet v1 0.25 at 96x96 grey (random

@@ -11,8 +11,9 @@ sides need refitting whenever kernels change speed:
 - `--stages` (the default): the per-tile C's STAGE_FIT: forced stages (prefix length, grid) of
   vww_96_int8 and the person detector, regressed on their per-tile work (estimate.py
   stage_features) by non-negative least squares;
-- `--bands`: BAND_STEP, the per band and layer cost of row-band stages beyond the layer
-  kernels' own estimate (run it after `--layers` has been pasted into estimate.py).
+- `--bands`: BAND_STEP and CACHED_STEP, the per kernel call cost of row-band stages (halos
+  recomputed / cached) beyond the layer kernels' own estimate (run it after `--layers` has
+  been pasted into estimate.py).
 
 Each prints the fit to paste into eerie_c/estimate.py and every sample's estimate against
 its measurement. After a kernel gets faster or slower (issue 15's helpers), rerun
@@ -47,6 +48,8 @@ STAGES = [("vww", 2, (4, 4)), ("vww", 4, (8, 8)), ("vww", 4, (2, 2)), ("vww", 5,
 
 # row-band stages for BAND_STEP: (model, layers, bands)
 BANDS = [("vww", 4, 12), ("vww", 4, 6), ("pd", 4, 12), ("pd", 3, 8), ("resnet", 3, 11)]
+# cached-halo stages (plan/patch_cache.py) for CACHED_STEP: (model, layers, steps)
+CACHED = [("vww", 8, 48), ("vww", 4, 24), ("pd", 8, 48), ("pd", 6, 16)]
 LAYER_KINDS = ("CONV_2D", "CONV_2D_ADD", "DEPTHWISE_CONV_2D")
 
 
@@ -102,29 +105,50 @@ def fit_layers(paths, board) -> None:
             print(f"|   {model} #{idx} | {n:,} | fit {float(r @ coef) / n:.2f}x | now {old / n:.2f}x |")
 
 
-def fit_bands(paths, board) -> None:
-    """BAND_STEP, per band and layer: what makes the planner's estimate of a row-band stage's
-    growth (the stage's layers over their bands, minus the prefix layer by layer: estimate.py
-    stage_growth) equal the measured growth (the stage measured minus the prefix's layers
-    measured in the layer-by-layer build). It is the calls' set-up plus what the layer
-    estimates miss on bands (a band's halo rows cost a stride-2 layer more than its MACs)."""
-    from eerie_c.estimate import BAND_STEP, FAMILY, _bands, estimate_op
+def _run(path: Path, board, patch) -> tuple[int, dict]:
+    """(instructions per inference measured in QEMU, report) of the whole model."""
+    from eerie_c.api import run_model
+    spec = None
+    from eerie_c.api import compile_model
+    with tempfile.TemporaryDirectory(prefix="eerie-fit-") as tmp:
+        spec = compile_model(path, out_dir=Path(tmp), name="m").report["inputs"][0]
+    x = np.random.default_rng(0).integers(-128, 128, size=(1, 1, *spec["shape"][1:]), dtype=np.int8)
+    _, rep = run_model(path, [x], board=board.name, patch=patch)
+    return rep["instructions"], rep
+
+
+def _step_fit(paths, board, samples, cached: bool, off: dict) -> list[float]:
+    """Per sample: (measured growth - estimated growth without the step) per kernel call, the
+    growths those of whole models (QEMU totals against the layer-by-layer build, estimates
+    against its estimate), which is what the planner bounds."""
+    from eerie_c.estimate import BAND_STEP, CACHED_STEP, FAMILY
     fam = FAMILY[board.cpu]
-    steps, off = [], {}
-    for model, n, bands in BANDS:
+    step = (CACHED_STEP if cached else BAND_STEP).get(fam, 0)
+    steps = []
+    for model, n, bands in samples:
         if model not in off:
-            profile_layers.PATCH = "off"
-            ops, counts, _ = profile_layers.measure(paths[model], board)
-            off[model] = [(op["index"], estimate_op(op, board.cpu), c) for op, c in zip(ops, counts)]
-        prefix = sum(c for k, _, c in off[model] if k < n)
-        est_prefix = sum(e for k, e, _ in off[model] if k < n)
-        count, op = measure_stage(paths[model], board, n, (bands, 1))
-        work = op["stage_bands"]
-        est_stage = _bands(work, board.cpu) - BAND_STEP.get(fam, 0) * len(work)
-        steps.append(((count - prefix) - (est_stage - est_prefix)) / len(work))
-        print(f"| {model} {n} layers {bands} bands | growth measured {count - prefix:,} | "
-              f"estimated without steps {est_stage - est_prefix:,} | {steps[-1]:,.0f} per band and layer |")
+            off[model] = _run(paths[model], board, "off")
+        count0, rep0 = off[model]
+        count, rep = _run(paths[model], board, (n, (bands, 1), "cached") if cached else (n, (bands, 1)))
+        work = next(op for op in rep["ops"] if op["kind"] == "PATCH_STAGE")["stage_bands"]
+        calls = sum(1 for w in work if w[0] != "MOVE")
+        est = rep["est_instructions"] - step * calls - rep0["est_instructions"]
+        steps.append(((count - count0) - est) / calls)
+        print(f"| {model} {n} layers {bands} {'steps, cached' if cached else 'bands'} | growth measured "
+              f"{count - count0:,} | estimated without steps {est:,} | {steps[-1]:,.0f} per kernel call |")
+    return steps
+
+
+def fit_bands(paths, board) -> None:
+    """BAND_STEP and CACHED_STEP (see _step_fit)."""
+    from eerie_c.estimate import BAND_STEP, CACHED_STEP, FAMILY
+    fam = FAMILY[board.cpu]
+    off = {}
+    steps = _step_fit(paths, board, BANDS, False, off)
     print(f'BAND_STEP["{fam}"] = {int(round(float(np.median(steps)), -2))}   # median; was {BAND_STEP.get(fam)}')
+    steps = _step_fit(paths, board, CACHED, True, off)
+    print(f'CACHED_STEP["{fam}"] = {max(0, int(round(float(max(steps)), -1)))}   # the largest, '
+          f'at least 0; was {CACHED_STEP.get(fam)}')
 
 
 def fit_stages(paths, board) -> None:

@@ -111,6 +111,11 @@ def describe_rows(info: dict) -> str:
     return describe(info)
 
 
+def describe_halo(info: dict) -> str:
+    from .plan.patch_cache import describe
+    return describe(info)
+
+
 def patch_lines(r: dict) -> list[str]:
     """The planner's patch-stage choice (plan/patch.py): prefix, grid, halo, extra MACs,
     arena before and after; nothing when patches were off."""
@@ -129,9 +134,14 @@ def patch_lines(r: dict) -> list[str]:
         out.append(f"No patch stage: none of the {len(p.get('candidates', []))} candidates within "
                    f"{bound} made the arena smaller than {_b(p.get('arena_bytes_before'))} layer by layer.")
         return out + _refused(p)
-    out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run tile by "
-            f"tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output",
-            f"- patch buffers: {_b(ch['patch_buffer_bytes'])} (two live at a time, at the two ends of one block"
+    how = (f"in {ch['tiles']} steps of rows (each step: the first layer's next rows, then every "
+           f"later layer's rows whose windows are in)" if ch.get("halo") == "cached" else
+           f"tile by tile, grid {ch['grid'][0]}x{ch['grid'][1]} ({ch['tiles']} tiles) over the last layer's output")
+    out += [f"- stage: the first {ch['layers']} layers (ops {', '.join(map(str, ch['ops']))}) run {how}",
+            f"- patch buffers: {_b(ch['patch_buffer_bytes'])} ("
+            + ("one per layer, each keeping its halo rows between bands; those that keep none share "
+               "two slots; the kernels' scratch after them" if ch.get("halo") == "cached"
+               else "two live at a time, at the two ends of one block")
             + (", after the ring of input rows)" if p.get("input_rows") else ")"),
             f"- stage output over its input: {_b(ch.get('output_over_input_bytes', 0))} shared (no tile "
             f"writes over input a later tile reads; proved byte by byte)",
@@ -139,6 +149,7 @@ def patch_lines(r: dict) -> list[str]:
             f"({p.get('extra_macs_percent')}% of the model's {p.get('model_macs_before', 0):,}; "
             f"bound {p.get('max_recompute_percent')}%)",
             f"- arena: {_b(p.get('arena_bytes_before'))} layer by layer, {_b(p.get('arena_bytes_after'))} with the stage",
+            *([f"- {describe_halo(ch)}"] if ch.get("halo") else []),
             _instruction_line(r, p, bound),
             *([f"- {describe_rows(p['input_rows'])}"] if p.get("input_rows") else []),
             "", "| layer | kind | output | largest region per tile (halo included) | patch buffer B | offset |",

@@ -81,6 +81,8 @@ def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
     for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
         seen, need = set(), 0
         for regions in stage.tiles:
+            if regions[k][2] == 0:   # cached halos: no new row of this layer in this band
+                continue
             _, nin, pad_t = _band(lay, regions[k])
             if (nin, pad_t, regions[k][2]) not in seen:
                 seen.add((nin, pad_t, regions[k][2]))
@@ -94,21 +96,37 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
     kernels: list[list[Lowered]] = [[] for _ in range(n)]   # per layer: its distinct bands
     keys: list[dict] = [{} for _ in range(n)]
     skips = stage.skips or [None] * n
-    table = []   # per band, per layer: kernel index, input offset, output offset, skip offset
-    for regions in stage.tiles:
+    cache = getattr(stage, "cache", None)
+    rows = getattr(stage, "rows", None)
+    width = 6 if cache is not None else 4
+    # per band, per layer: kernel index, input offset, output offset, skip offset (and with
+    # cached halos: the kept rows' move into the layer's buffer, source byte and bytes)
+    table = []
+    for b, regions in enumerate(stage.tiles):
         for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
             region = regions[k]
+            move = list(cache.moves[b][k]) if cache is not None and k < n - 1 else [0, 0]
+            if region[2] == 0:   # cached halos: no new row of this layer in this band
+                base = rows.spans[b][0] * lay.in_w * lay.in_c if k == 0 and rows is not None else 0
+                table += [-1, base, 0, 0] + move
+                continue
             ylo, nin, pad_t = _band(lay, region)
             key = (nin, pad_t, region[2])
             if key not in keys[k]:
                 keys[k][key] = len(kernels[k])
                 kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2]))
             src_row0 = 0 if k == 0 else regions[k - 1][0]
+            dst_row0 = region[0]   # where the buffer's first byte is in the layer's output
+            if cache is not None:   # the buffers start at their kept rows
+                src_row0 = 0 if k == 0 else cache.first_rows[b][k - 1]
+                dst_row0 = cache.first_rows[b][k] if k < n - 1 else 0
             skip = 0
             if skips[k] is not None:   # the skip's rows of this band in its patch buffer
                 skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
-            table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c,
-                      region[0] * lay.out_w * lay.out_c if k == n - 1 else 0, skip]
+            out_off = region[0] * lay.out_w * lay.out_c if k == n - 1 else \
+                (region[0] - dst_row0) * lay.out_w * lay.out_c if cache is not None else 0
+            table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c, out_off, skip]
+            table += move if cache is not None else []
     for k, ks in enumerate(kernels):
         need = max((low.scratch_bytes for low in ks), default=0)
         if need > stage.kernel_scratch[k][1]:
@@ -118,18 +136,20 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
     cname = ctx.const(np.asarray(table, np.int32), "int32_t", "bands",
                       "per band, per layer: which of the layer's band kernels runs, its input's "
                       "first byte (in the stage input or the previous patch buffer), its output's "
-                      "first byte in the stage output (last layer)")
-    rows = getattr(stage, "rows", None)
+                      "first byte in the stage output (last layer)"
+                      + (" or its patch buffer, the skip's first byte, and the move of the rows the "
+                         "buffer keeps from the previous band: source byte, bytes; kernel -1: "
+                         "no new row of the layer in this band" if cache is not None else ""))
     lines = ["/* the stage's pointers, before each layer's block names its own in0 / out0 / scratch */",
              "const int8_t *const stage_in = in0;", "int8_t *const stage_out = out0;",
              "uint8_t *const stage_scratch = scratch;"]
     if rows is None:
         lines += ["int t;", f"for (t = 0; t < {len(stage.tiles)}; ++t) {{",
-                  f"    const int32_t *const r = {cname} + t * {4 * n};"]
+                  f"    const int32_t *const r = {cname} + t * {width * n};"]
     else:   # --input-rows: one call per band, in0 the ring of input rows from image row base_row
         lines += ["/* row-band input: one call runs band tile_row; in0 is the ring, whose first row is",
                   " * image row base_row (plan/patch_rows_proof.py: the ring holds the band's rows) */",
-                  "{", f"    const int32_t *const r = {cname} + tile_row * {4 * n};"]
+                  "{", f"    const int32_t *const r = {cname} + tile_row * {width * n};"]
     first = stage.layers[0]
     for k, lay in enumerate(stage.layers):
         src = "stage_in" if k == 0 else f"(const int8_t *)(stage_scratch + {stage.buf_offsets[k - 1]})"
@@ -137,18 +157,22 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
         name = stage.ops[k].name.split(";")[0] or stage.ops[k].kind
         xin = "in0"
         lines.append(f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */")
+        if cache is not None and k < n - 1:   # the rows kept from the previous band to the top
+            lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (plan/patch_cache.py) */",
+                      f"            memmove({dst}, {dst} + r[{width * k + 4}], (size_t)r[{width * k + 5}]);",
+                      "        }"]
         if skips[k] is not None:   # CONV_2D_ADD: in0 the skip input, in1 the convolution's
             lines.append(f"        const int8_t *const in0 = (const int8_t *)(stage_scratch + "
-                         f"{stage.buf_offsets[skips[k] - 1]}) + r[{4 * k + 3}];   /* the skip's rows */")
+                         f"{stage.buf_offsets[skips[k] - 1]}) + r[{width * k + 3}];   /* the skip's rows */")
             xin = "in1"
-        off = f"r[{4 * k + 1}]"
+        off = f"r[{width * k + 1}]"
         if k == 0 and rows is not None:   # offset first: no pointer before the ring's start
             src, off = "stage_in", f"(r[1] - base_row * {first.in_w * first.in_c})"
         lines += [f"        const int8_t *const {xin} = {src} + {off};",
-                  f"        int8_t *const out0 = {dst} + r[{4 * k + 2}];",
+                  f"        int8_t *const out0 = {dst} + r[{width * k + 2}];",
                   f"        uint8_t *const scratch = stage_scratch + {stage.kernel_scratch[k][0]};"
                   f"   /* between the live patch buffers */",
-                  "        (void)scratch;", f"        switch (r[{4 * k}]) {{"]
+                  "        (void)scratch;", f"        switch (r[{width * k}]) {{"]
         for i, low in enumerate(kernels[k]):
             body = "\n".join(("                " + ln) if ln.strip() else "" for ln in low.body.splitlines())
             lines += [f"        case {i}: {{", body, "            break;", "        }"]
@@ -162,5 +186,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                    noinline=any(low.noinline for ks in kernels for low in ks),
                    int_params=["tile_row", "base_row"] if rows is not None else [],
                    comment=f"patch stage: {n} layers ({names}) in {len(stage.tiles)} row bands, "
-                           f"each layer's own kernel per band, {stage.extra_macs} MACs of halo recomputation")
+                           f"each layer's own kernel per band, "
+                           + (f"halos cached ({cache.moved_bytes()} B of kept rows moved)" if cache is not None
+                              else f"{stage.extra_macs} MACs of halo recomputation"))
 

@@ -93,8 +93,18 @@ def _tile_loop(st) -> dict:
     rows = getattr(st, "rows", None)
     if rows is not None:
         parts.append({"label": f"ring: {rows.ring_rows} input rows", "offset": 0, "size": rows.ring_bytes})
+    cache = getattr(st, "cache", None)
     for k, (off, size) in enumerate(zip(st.buf_offsets, st.buf_bytes)):
-        parts.append({"label": f"layer {k} tile", "offset": off, "size": size})
+        if cache is None:
+            parts.append({"label": f"layer {k} tile", "offset": off, "size": size})
+        else:   # plan/patch_cache.py: a buffer keeps its halo rows between steps, or none
+            kept = cache.kept_rows[k]
+            parts.append({"label": f"layer {k}: keeps {kept} row{'s' if kept > 1 else ''}" if kept else f"layer {k}: per step",
+                          "offset": off, "size": size})
+    if cache is not None and st.kernel_scratch:
+        off, size = max(st.kernel_scratch, key=lambda t: t[1])
+        if size:
+            parts.append({"label": "kernel scratch", "offset": off, "size": size})
     return {"tiles": len(st.tiles), "grid": list(st.grid), "parts": parts}
 
 
@@ -116,6 +126,9 @@ def memory_map(g: Graph, plan: Plan) -> dict:
                 st = op.attrs["patch"]
                 label = (f"patch buffers: {len(st.ops)} layers run in {st.grid[0]}x{st.grid[1]} "
                          f"tiles ({', '.join(layer_name(o.name, o.kind) for o in st.ops)})")
+                if getattr(st, "cache", None) is not None:
+                    label = (f"patch buffers: {len(st.ops)} layers run in {st.grid[0]} steps of rows, "
+                             f"halos cached ({', '.join(layer_name(o.name, o.kind) for o in st.ops)})")
             entry = {"kind": "scratch", "label": label, "layers": [layer],
                      "function": fn, "tensors": 0, "offset": plan.scratch[fn].offset,
                      "size": b.size, "start": b.start, "end": b.end}

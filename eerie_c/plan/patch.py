@@ -30,6 +30,7 @@ KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
 MAX_GRID = 8        # tiles per axis the planner tries
 MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
+CACHED_STEPS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)   # steps of cached-halo stages tried
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ class PatchPlan:
     # Row-band input (plan/patch_rows.py RowBands): the stage input is a ring of rows at the
     # start of the scratch block instead of a whole tensor; None: the whole input.
     rows: object = None
+    # Cached halos (plan/patch_cache.py CachedBands): row bands whose layers compute each
+    # output row once, the rows the next band reads again kept in the buffers; None: recomputed.
+    cache: object = None
 
     @property
     def bands(self) -> bool:
@@ -279,7 +283,7 @@ def out_shift(layers: list[Layer], tiles) -> int:
 
 
 def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scratch=None,
-               adapt=None, max_grid: int = MAX_GRID) -> tuple[list[PatchPlan], list[dict]]:
+               adapt=None, max_grid: int = MAX_GRID, cached=None) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
     compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
@@ -290,36 +294,37 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
     scratch bytes (make_plan). adapt(plan): the plan as it will run (a ring of input rows,
     plan/patch_rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
     axis tried (row bands: up to MAX_BANDS, or max_grid if larger). Returns (those plans, per
-    prefix length without one: the cheapest grid refused)."""
+    prefix length without one: the cheapest grid refused). cached(ops, layers, bands,
+    kernel_scratch): the same row bands with cached halos (plan/patch_cache.py) or None, a
+    further candidate of each N x 1 grid, compared with the recomputing one by the same key."""
     ops, layers = chain_prefix(g)
     out, refused = [], []
     for n in range(2, len(ops) + 1):
         if not closed(g, ops[:n]):
             continue
-        best = cheapest = None
+        best, cheapest = {False: None, True: None}, None
         last = layers[n - 1]
         for gy in range(1, min(max(MAX_BANDS, max_grid), last.out_h) + 1):
             for gx in range(1, min(max_grid, last.out_w) + 1):
                 if gy * gx == 1 or (gy > max_grid and gx > 1):
                     continue
-                p = make_plan(ops[:n], layers[:n], (gy, gx), kernel_scratch[:n] if kernel_scratch else None)
-                if p is not None and adapt is not None:
-                    p = adapt(p)   # the stage as it will run (with row-band input: its ring)
-                if p is None:
-                    continue
-                mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
-                est = growth(p) if growth is not None else None
-                cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs
-                if cost > max_recompute:
-                    if cheapest is None or cost < cheapest[0]:
-                        cheapest = (cost, p, mac_pct, est)
-                    continue
-                key = (p.scratch_bytes, gy * gx, gy)
-                if best is None or key < best[0]:
-                    best = (key, p)
-        if best is not None:
-            out.append(best[1])
-        elif cheapest is not None:
+                kss = kernel_scratch[:n] if kernel_scratch else None
+                plans = [make_plan(ops[:n], layers[:n], (gy, gx), kss)]
+                if gx == 1 and gy == 2 and cached is not None:   # cached halos: steps of the first layer's rows
+                    plans += [cached(ops[:n], layers[:n], s, kss) for s in CACHED_STEPS if s <= layers[0].out_h]
+                for p in plans:
+                    if p is not None and adapt is not None:
+                        p = adapt(p)   # the stage as it will run (with row-band input: its ring)
+                    if p is None:
+                        continue
+                    # the best recomputing and the best cached stage of each length both go on
+                    # to be planned: which arena is smaller depends on more than their scratch
+                    # (only a recomputing stage's output may share its input's bytes)
+                    kind = p.cache is not None
+                    best[kind], cheapest = _consider(p, total_macs, max_recompute, growth, best[kind],
+                                                     cheapest, gy, gx)
+        out += [b[1] for b in best.values() if b is not None]
+        if all(b is None for b in best.values()) and cheapest is not None:
             cost, p, mac_pct, est = cheapest
             what = (f"estimated instruction growth {est:.1f}%" if est is not None and est >= mac_pct
                     else f"extra MACs {mac_pct:.1f}%")
@@ -328,6 +333,25 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
                             "reason": f"{what} > bound {max_recompute}% with every grid up to "
                                       f"{max_grid}x{max_grid} or {max(MAX_BANDS, max_grid)} row bands (the cheapest shown)"})
     return out, refused
+
+
+def _consider(p, total_macs, max_recompute, growth, best, cheapest, gy, gx):
+    """candidates(): p against the best plan within the bound (by patch buffers, then fewer
+    tiles, then the estimated cost: a cached stage against a recomputing one) and the
+    cheapest one over it."""
+    mac_pct = 100.0 * p.extra_macs / max(total_macs, 1)
+    est = growth(p) if growth is not None else None
+    cost = mac_pct if est is None else max(est, mac_pct)   # never laxer than MACs
+    if p.cache is not None:   # cached halos recompute nothing but always move rows: a bound of
+        cost = max(cost, 1e-6)   # 0 (no growth at all) refuses them too, with or without an estimate
+    if cost > max_recompute:
+        if cheapest is None or cost < cheapest[0]:
+            cheapest = (cost, p, mac_pct, est)
+        return best, cheapest
+    key = (p.scratch_bytes, gy * gx, gy, cost)
+    if best is None or key < best[0]:
+        best = (key, p)
+    return best, cheapest
 
 
 def summary(p: PatchPlan) -> dict:

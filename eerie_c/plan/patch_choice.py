@@ -18,6 +18,7 @@ from ..ir import Op
 from .arena import Plan, plan_memory
 from ..errors import EerieError
 from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
+from .patch_cache import make_cached_plan, summary as cache_summary
 
 STAGE = "PATCH_STAGE"
 
@@ -62,30 +63,44 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     ks = [scratch.get(k, ("", 0))[1] for k in range(len(g.ops))]
     if forced is not None:
         ops, layers = chain_prefix(g)
-        n, grid = forced
+        n, grid, *how = forced   # (layers, grid[, "cached"])
         if not 2 <= n <= len(ops) or not closed(g, ops[:n]):
             raise EerieError(f"a patch stage of {n} layers: the graph starts with {len(ops)} "
                              f"layers that can run in patches (and whose intermediates are read "
                              f"inside the stage alone)")
-        cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
+        if how == ["cached"]:
+            cands = [make_cached_plan(ops[:n], layers[:n], grid[0], ks[:n]) if grid[1] == 1 else None]
+            if cands[0] is None:
+                raise EerieError(f"a patch stage of {n} layers with cached halos in {grid[0]}x{grid[1]}: "
+                                 f"needs row bands (N x 1), no fused ADD, no dilation")
+        else:
+            cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
         if cands[0] is None:
             raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid: its fused "
                              f"ADD needs row bands (a grid N x 1)")
         if adapt is not None:
             cands = [adapt(c) for c in cands]
     else:   # candidates() adapts them itself
-        cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid)
+        cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid,
+                                    cached=make_cached_plan)
     for i, cand in enumerate(cands):
         if cand.bands and band_scratch is not None:
             need = band_scratch(cand)
-            if any(b > have for b, (_, have) in zip(need, cand.kernel_scratch)):
-                cand = make_plan(cand.ops, cand.layers, cand.grid,
-                                 [max(b, have) for b, (_, have) in zip(need, cand.kernel_scratch)])
+            if cand.cache is not None and need != [have for _, have in cand.kernel_scratch]:
+                # cached halos: exactly what the kernels over the steps' rows need, which is
+                # often far less than the whole layer's kernel (vww's 24x24x32 depthwise on
+                # the M4: 5,376 B whole, less over a few rows)
+                cand = cands[i] = make_cached_plan(cand.ops, cand.layers, cand.cache.steps, need)
+                cand = cands[i] = adapt(cand) if adapt is not None else cand
+            elif any(b > have for b, (_, have) in zip(need, cand.kernel_scratch)):
+                more = [max(b, have) for b, (_, have) in zip(need, cand.kernel_scratch)]
+                cand = make_plan(cand.ops, cand.layers, cand.grid, more)
                 cand = cands[i] = adapt(cand) if adapt is not None else cand   # the ring again
         plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
                            inputs_in_arena=inputs_in_arena)
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
+                      "halo": "cached" if cand.cache is not None else "recomputed",
                       "est_growth_percent": _pct(growth, cand)})
         if best is None or plan.arena_bytes < best[0]:
             best = (plan.arena_bytes, cand)
@@ -99,6 +114,8 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         info["arena_bytes_after"] = base.arena_bytes
         return None, info
     info["chosen"] = summary(best[1])
+    if best[1].bands:   # row bands: halos recomputed or cached
+        info["chosen"].update(cache_summary(best[1]))
     info["arena_bytes_after"] = best[0]
     info["extra_macs_percent"] = round(100.0 * best[1].extra_macs / max(total_macs, 1), 2)
     pct = _pct(growth, best[1])

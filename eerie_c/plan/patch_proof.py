@@ -191,7 +191,11 @@ def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
             raise CompilerBug(f"{where}: the stage owns {len(blocks)} scratch blocks, not one")
         block = plan.scratch[blocks[0]].size
         geo = _prove_chain(g, op, stage, where)
-        _prove_tiles(stage, geo, block, where)
+        if getattr(stage, "cache", None) is not None:   # row bands with cached halos
+            from .patch_cache_proof import prove_cached
+            prove_cached(stage, geo, block, where)
+        else:
+            _prove_tiles(stage, geo, block, where)
         if getattr(stage, "rows", None) is not None:   # --input rows: the ring of input rows
             from .patch_rows_proof import prove_rows
             g0 = geo[0]

@@ -58,6 +58,10 @@ def row_spans(stage: PatchPlan) -> list[tuple[int, int]]:
     for r in range(gy):
         lo = hi = None
         for regs in stage.tiles[r * gx:(r + 1) * gx]:
+            if regs[0][2] == 0:   # cached halos: the band computes no row of the first layer
+                prev = spans[-1][1] if spans else 0
+                lo, hi = (prev, prev) if lo is None else (lo, hi)
+                continue
             y0, _, rows, _ = first.needs(regs[0])
             lo = y0 if lo is None else min(lo, y0)
             hi = y0 + rows - 1 if hi is None else max(hi, y0 + rows - 1)
