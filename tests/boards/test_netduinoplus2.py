@@ -11,6 +11,7 @@ run here are linked with CCM=0, arena and stack in SRAM. EERIE_QEMU=/path/to/qem
 runs these tests (and eerie-c) on another QEMU build."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import struct
@@ -96,7 +97,13 @@ def test_project_make_cmake_and_make_run(qemu_ccm, models_dir, project):
     ref = tflm_run(model, [x])[0]
     np.testing.assert_array_equal(y_make, ref)
     np.testing.assert_array_equal(y_cmake, ref)
-    assert by_cmake.instructions == by_make and len(by_make) == 2
+    # The same counts, to SysTick's resolution: on this board a tick is 125/21 instructions,
+    # and where the count starts within a tick depends on how long `make run`'s serial wait
+    # took, so a reading may differ by one tick (ad01's 341,755 vs 341,761).
+    tick = math.ceil(get_board(BOARD).insns_per_tick)
+    assert len(by_make) == len(by_cmake.instructions) == 2
+    assert all(abs(a - b) <= tick for a, b in zip(by_cmake.instructions, by_make)), \
+        (by_cmake.instructions, by_make)
 
 
 def test_serial_port_path_through_a_pty(qemu_ccm, models_dir, project):
