@@ -60,8 +60,10 @@ COSTS = {
     ("dsp", False): {"CONV_2D": (0.987, 12.6, 0, 0), "CONV_2D_ADD": (0.967, 0, 31.36, 0),
                      "DEPTHWISE_CONV_2D": (1.307, 0, 5.13, 8750), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
                      # a patch stage's low-scratch depthwise (no sign-extended rows,
-                     # plan/patch_choice.py): the table kernel's 3.64 per MAC (depthwise.py)
-                     "DEPTHWISE_CONV_2D_LOW": (3.64, 0, 0, 200),
+                     # plan/patch_choice.py): DEPTHWISE_CONV_2D's plus 1.77 per MAC, measured
+                     # on vww's cached stage with both stride-1 layers switched (mps2-an386,
+                     # 9,664,880 -> 10,251,160 instructions over 331,776 MACs; one fit point)
+                     "DEPTHWISE_CONV_2D_LOW": (3.08, 0, 5.13, 8750),
                      # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
                      "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
