@@ -110,8 +110,11 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
                       "halo": "cached" if cand.cache is not None else "recomputed",
                       "est_growth_percent": _pct(growth, cand)})
-        if best is None or plan.arena_bytes < best[0]:
-            best = (plan.arena_bytes, cand)
+        # equal arenas: the smaller estimated growth (the person detector with row-band input
+        # at 110%: a cached stage with a low-scratch depthwise ties a recomputing 6x4 grid)
+        key = (plan.arena_bytes, tried[-1]["est_growth_percent"] or 0.0)
+        if best is None or key < best[2]:
+            best = (plan.arena_bytes, cand, key)
     info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
             "bound_on": "estimated instructions" if est_before is not None and growth is not None else "MACs",
             "model_macs_before": total_macs, "est_instructions_before": est_before,
