@@ -144,8 +144,11 @@ With the image pushed row by row the planner takes, for vww and the person detec
 stage with cached halos (plan/patch_cache.py: through the second stride-2 depthwise, every
 output row computed once, the rows the next step reads again kept in each layer's buffer; "50
 steps": the first layer's 48 output rows one per step, then the last layers' rows): no extra
-MACs, a few percent more instructions (the moves and the calls), so a larger bound changes
-nothing there. Without the whole image in the arena a cached stage's buffers (each layer's
+MACs, a few percent more instructions (the moves and the calls). On the M4 the stride-1
+depthwise layers of those stages (vww: both; the person detector: the 24x24x32 one at 20%, both
+at 110%) run their low-scratch kernel (no sign-extended rows in scratch; plan/patch_choice.py,
+named in report.md): a smaller scratch block for 1.77 more instructions per MAC, which is most
+of the M4 rows' growth (vww 1.02x -> 1.08x for 19,680 -> 15,360 B of arena). Without the whole image in the arena a cached stage's buffers (each layer's
 kernel height of rows, all live) beat a recomputing stage's two band buffers.
 The stages' layers run their own kernels over their rows (Helium on the M55, the DSP kernels on
 the M4), one band or step per NAME_input_rows call that completes its rows. pretrainedResnet_quant's stage is

@@ -59,6 +59,11 @@ COSTS = {
     # correction lists and choice (M4: within 0.87-1.18x)
     ("dsp", False): {"CONV_2D": (0.987, 12.6, 0, 0), "CONV_2D_ADD": (0.967, 0, 31.36, 0),
                      "DEPTHWISE_CONV_2D": (1.307, 0, 5.13, 8750), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
+                     # a patch stage's low-scratch depthwise (no sign-extended rows,
+                     # plan/patch_choice.py): DEPTHWISE_CONV_2D's plus 1.77 per MAC, measured
+                     # on vww's cached stage with both stride-1 layers switched (mps2-an386,
+                     # 9,664,880 -> 10,251,160 instructions over 331,776 MACs; one fit point)
+                     "DEPTHWISE_CONV_2D_LOW": (3.08, 0, 5.13, 8750),
                      # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
                      "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
@@ -169,14 +174,16 @@ def band_work(stage) -> list[list]:
     for b, regions in enumerate(stage.tiles):
         if cache is not None:   # cached halos: the moves of the kept rows (plan/patch_cache.py)
             work += [["MOVE", 0, 0, nbytes] for _, nbytes in cache.moves[b] if nbytes]
-        for lay, region in zip(stage.layers, regions):
+        low = getattr(stage, "low_scratch", frozenset())
+        for k, (lay, region) in enumerate(zip(stage.layers, regions)):
             _, _, rows, cols = region
             if rows == 0:   # a band that computes no row of this layer skips its kernel
                 continue
             _, _, in_rows, in_cols = lay.needs(region)
             outs = rows * cols * lay.out_c
             ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
-            work.append([lay.kind, rows * cols * lay.macs_per_pixel, outs, ins])
+            kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
+            work.append([kind, rows * cols * lay.macs_per_pixel, outs, ins])
     return work
 
 
@@ -234,6 +241,8 @@ def estimate_layer(kind: str, macs: int, in_elements: int, out_elements: int, is
         key = (("rv32f" if target in RV32_FPU else "rv32soft"), True) if is_float else (fam, False)
     else:
         key = (("soft" if fam == "v7m" else "fpu"), True) if is_float else (fam, False)
+    if kind.endswith("_LOW") and kind not in COSTS[key]:   # no low-scratch variant there:
+        kind = kind[:-4]                                    # the layer's own kernel runs
     per_mac, per_out, per_in, fixed = COSTS[key].get(kind, GENERIC[key])
     n = per_mac * macs + per_out * out_elements + per_in * in_elements + fixed
     return int(round(n * scale, -1))

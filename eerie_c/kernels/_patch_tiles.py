@@ -52,11 +52,14 @@ def _band(lay, region) -> tuple[int, int, int]:
     return ylo, nin, ylo - (y0 * lay.sh - lay.pad_t)
 
 
-def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int) -> Lowered:
-    """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows."""
+def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = False) -> Lowered:
+    """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows;
+    low: its low-scratch variant (PatchPlan.low_scratch, a kernel that honours "low_scratch")."""
     x, y = (sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]), sop.outputs[0]
-    band = Op(sop.kind, list(sop.inputs), list(sop.outputs),
-              {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}},
+    attrs = {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}}
+    if low:
+        attrs["low_scratch"] = True
+    band = Op(sop.kind, list(sop.inputs), list(sop.outputs), attrs,
               name=sop.name, index=sop.index, subgraph=sop.subgraph)
     out = (1, rows, lay.out_w, lay.out_c)
     shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
@@ -86,7 +89,8 @@ def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
             _, nin, pad_t = _band(lay, regions[k])
             if (nin, pad_t, regions[k][2]) not in seen:
                 seen.add((nin, pad_t, regions[k][2]))
-                need = max(need, _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2]).scratch_bytes)
+                low = _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2], k in stage.low_scratch)
+                need = max(need, low.scratch_bytes)
         out.append(need)
     return out
 
@@ -114,7 +118,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             key = (nin, pad_t, region[2])
             if key not in keys[k]:
                 keys[k][key] = len(kernels[k])
-                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2]))
+                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2], k in stage.low_scratch))
             src_row0 = 0 if k == 0 else regions[k - 1][0]
             dst_row0 = region[0]   # where the buffer's first byte is in the layer's output
             if cache is not None:   # the buffers start at their kept rows

@@ -153,9 +153,14 @@ def lower_depthwise_conv2d(op, g, ctx):
             v.update(s2)
             scratch, pair_helpers = s2["scratch"], s2["s2_helpers"]
         elif dsp:
+            # low_scratch (set by a patch stage's planner, plan/patch_choice.py): no kernel over
+            # sign-extended rows (the pairs or rows kernel), whose rows in scratch can set a
+            # cached stage's scratch block; the table kernel below needs none (more instructions)
+            low_scratch = bool(op.attrs.get("low_scratch"))
             fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what)
             v.update(int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what,
-                                   pairs=pairs_ok(win, in_c, in_w) and ctx.optimize != "size"))
+                                   pairs=pairs_ok(win, in_c, in_w) and ctx.optimize != "size"
+                                   and not low_scratch))
             inplace = ring_inplace(g, x, win, in_h, in_w)
             if v.get("pairs"):
                 # per-channel extended rows, blocks of up to 5 outputs (_dw_pairs.py); in
@@ -164,7 +169,7 @@ def lower_depthwise_conv2d(op, g, ctx):
                 pv, pair_helpers, scratch = pairs_vars(win, in_w, in_c, x.zero_point,
                                                        v["act_min"], v["act_max"])
                 v.update(pv)
-            elif v.get("table") and rows_ok(win):
+            elif v.get("table") and rows_ok(win) and not low_scratch:
                 # sign-extended input rows (depthwise_s8_dsp_rows.c.j2): each input word is
                 # extended once instead of once per window reading it, and no border path.
                 # In place it needs no ring of output rows: output row oy covers input row

@@ -98,6 +98,10 @@ class PatchPlan:
     # Cached halos (plan/patch_cache.py CachedBands): row bands whose layers compute each
     # output row once, the rows the next band reads again kept in the buffers; None: recomputed.
     cache: object = None
+    # Row bands: the layers (indices) whose kernels run their low-scratch variant (a
+    # depthwise without sign-extended rows, kernels/depthwise.py), chosen by
+    # plan/patch_choice.py when the layer's scratch sets the stage's and the arena shrinks.
+    low_scratch: frozenset = frozenset()
 
     @property
     def bands(self) -> bool:

@@ -162,8 +162,14 @@ def summary(stage: PatchPlan) -> dict:
 
 def describe(info: dict) -> str:
     if info.get("halo") == "cached":
+        low = "".join(f"; layer {w['index']} ({w['layer']}) runs its low-scratch depthwise (no "
+                      f"sign-extended rows): its kernel scratch {w['scratch_bytes'][0]:,} -> "
+                      f"{w['scratch_bytes'][1]:,} B set the stage's largest, arena "
+                      f"{w['arena_bytes'][0]:,} -> {w['arena_bytes'][1]:,} B, estimated growth "
+                      f"{w['est_growth_percent'][0]}% -> {w['est_growth_percent'][1]}%"
+                      for w in info.get("low_scratch", []))
         return (f"halo: cached {', '.join(str(k) for k in info['kept_rows'])} rows per layer "
-                f"(kept between bands, {info['bytes_moved']:,} B moved per inference), no extra MACs")
+                f"(kept between bands, {info['bytes_moved']:,} B moved per inference), no extra MACs" + low)
     return f"halo: recomputed ({info['extra_macs']:,} extra MACs)"
 
 
