@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._conv_rules import folded_bias
-from ._dsp import acc_bound, constant_channels, fast_requant_values, zero_channels
-from ._quant import activation_range_int, per_channel_multipliers
+from ._dsp import channel_quant, fast_requant_values
+from ._quant import activation_range_int
 
 # LDR's immediate offset reaches 4095 bytes: a window's last word sits two rows and two
 # pixels from the pointer
@@ -78,14 +78,9 @@ def s2_vars(ctx, x, w, y, wk, bias, win, act, what) -> dict | None:
     if not s2_ok(win, in_c, in_w):
         return None
     fb = folded_bias(bias, wk.astype(np.int64).sum(axis=0), -x.zero_point, what)
-    mult, shift = per_channel_multipliers(x, w, y, in_c)
-    wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
-    dead = zero_channels(mult, shift, acc_bound(fb, wabs))
-    if dead.any():        # output always the zero point: acc = 0 requantizes the same
-        wk, fb, wabs = np.where(dead[None, :], 0, wk), np.where(dead, 0, fb), np.where(dead, 0, wabs)
-    consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
-    dfb = np.where(wabs == 0, 0, fb)
-    values = fast_requant_values(mult, shift, y.zero_point, acc_bound(dfb, wabs), consts)
+    q = channel_quant(x, w, y, wk, fb, in_c)
+    wk, dfb = q.wk, q.dfb
+    values = fast_requant_values(q.mult, q.shift, y.zero_point, q.bound, q.consts)
     if values is None or values[3] != 0:
         return None
     mult_, rshift, radd = (np.broadcast_to(np.asarray(a, np.int64), (in_c,)) for a in values[:3])

@@ -12,7 +12,11 @@ here from the weights and bias, per layer, or the layer keeps TFLite's general f
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from ._quant import per_channel_multipliers
 
 DSP_TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 
@@ -191,3 +195,29 @@ def dsp_conv_scratch(v: dict) -> int:
     else:
         window = v["kp"]
     return 4 * v["kp"] + window + (8 if v.get("unrolled") else 0)
+
+
+@dataclass
+class ChannelQuant:
+    """A depthwise layer's per-channel requantization facts for the DSP kernels: weights and
+    folded bias with dead channels zeroed (their output is always the zero point, and acc = 0
+    requantizes the same), the channels with all-zero weights (constant outputs, produced by
+    the requantization constants; their folded bias is 0 in `dfb`), and the accumulator bound."""
+    wk: np.ndarray          # [taps, channels] weights, dead channels 0
+    fb: np.ndarray          # folded bias, 0 for dead channels
+    dfb: np.ndarray         # folded bias, 0 for dead and constant channels
+    mult: np.ndarray
+    shift: np.ndarray
+    consts: dict[int, int]  # constant channels -> their output
+    bound: np.ndarray       # largest |accumulator| per channel
+
+
+def channel_quant(x, w, y, wk, fb, channels: int) -> ChannelQuant:
+    mult, shift = per_channel_multipliers(x, w, y, channels)
+    wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
+    dead = zero_channels(mult, shift, acc_bound(fb, wabs))
+    if dead.any():
+        wk, fb, wabs = np.where(dead[None, :], 0, wk), np.where(dead, 0, fb), np.where(dead, 0, wabs)
+    consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
+    dfb = np.where(wabs == 0, 0, fb)
+    return ChannelQuant(wk, fb, dfb, mult, shift, consts, acc_bound(dfb, wabs))

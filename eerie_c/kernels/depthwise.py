@@ -17,9 +17,8 @@ import numpy as np
 
 from ..templating import render
 from . import Lowered, c_comment, kernel
-from ._dsp import (acc_bound, constant_channels, fast_requant_consts, fast_requant_values, has_dsp,
-                   zero_channels)
-from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
+from ._dsp import channel_quant, fast_requant_consts, fast_requant_values, has_dsp
+from ._quant import activation_range_float, activation_range_int
 from ._mve import has_mve, lower_depthwise_mve
 from ._conv_pack import dw_size_preamble, dw_size_vars
 from ._conv_rules import folded_bias, ring_inplace
@@ -65,15 +64,8 @@ def int8_dsp_vars(ctx, x, w, y, wk, fb, win, in_w, in_c, act, what, pairs=False)
     fast requantization, weights and bias are stored doubled (int8 weights doubled fit the
     int16 halfwords) so the accumulator arrives as the 2 * acc that SMMULR needs, and bias and
     requantization parameters are one table read in order per 4 channels."""
-    mult, shift = per_channel_multipliers(x, w, y, in_c)
-    wabs = np.abs(wk.astype(np.int64)).sum(axis=0)
-    dead = zero_channels(mult, shift, acc_bound(fb, wabs))
-    if dead.any():        # output always the zero point: acc = 0 requantizes the same
-        wk, fb, wabs = np.where(dead[None, :], 0, wk), np.where(dead, 0, fb), np.where(dead, 0, wabs)
-    # all-zero weight columns give constant outputs, produced by the requantization constants
-    consts = constant_channels(wabs, fb, mult, shift, y.zero_point)
-    dfb = np.where(wabs == 0, 0, fb)
-    bound = acc_bound(dfb, wabs)
+    q = channel_quant(x, w, y, wk, fb, in_c)
+    wk, fb, dfb, mult, shift, consts, bound = q.wk, q.fb, q.dfb, q.mult, q.shift, q.consts, q.bound
     zp = x.zero_point & 0xFF
     v = dict(taps=[(ky, kx, (ky * win.dh * in_w + kx * win.dw) * in_c)
                    for ky in range(win.kh) for kx in range(win.kw)],
