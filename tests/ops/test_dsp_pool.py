@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import random_inputs, tflm_run
+from conftest import tflm_run
 from test_dsp_kernels import DSP_BOARDS, check_dsp_board, check_dsp_target, dsp_target_run
-from test_mve_pool import POOL_GEOMETRIES
+from test_mve_pool import POOL_GEOMETRIES, _extremes
 from test_pooling import pool_model
 
 MARK = "eerie_pool_avg_s8_dsp(out0"
@@ -37,12 +37,6 @@ def test_avg_pool_dsp_activations(tmp_path, act):
                        qin=(0.03, -100))
     check_dsp_target(tmp_path, model, [1, 6, 7, 11])
     assert MARK in (tmp_path / "build" / "m.c").read_text()
-
-
-def _extremes(shape):
-    """All -128, all 127, then random: the sums at the int16 halfwords' limits."""
-    return np.concatenate([np.full((1, *shape), -128, np.int8), np.full((1, *shape), 127, np.int8),
-                           random_inputs(shape, "int8", 1, seed=3)])
 
 
 @pytest.mark.parametrize("side,dsp", [(16, True), (17, False)], ids=["256-dsp", "289-portable"])
