@@ -86,6 +86,7 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid,
                                     cached=make_cached_plan)
     for i, cand in enumerate(cands):
+        arena = None    # planned by _low_scratch already, or below
         if cand.bands and band_scratch is not None:
             need = band_scratch(cand)
             if cand.cache is not None and need != [have for _, have in cand.kernel_scratch]:
@@ -100,21 +101,21 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
                 cand = cands[i] = adapt(cand) if adapt is not None else cand   # the ring again
             if cand.cache is not None and growth is not None and forced is None:
                 # the largest kernel scratch sets the stage's: a variant with less (_low_scratch)
-                cand, why = _low_scratch(g, scratch, inputs_in_arena, cand, need, band_scratch,
-                                         adapt, growth, max_recompute)
+                cand, why, arena = _low_scratch(g, scratch, inputs_in_arena, cand, need,
+                                                band_scratch, adapt, growth, max_recompute)
                 cands[i] = cand
                 lows.update({id(cand): why} if why else {})
-        plan = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
-                           inputs_in_arena=inputs_in_arena)
-        tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": plan.arena_bytes,
+        if arena is None:
+            arena = _arena(g, scratch, inputs_in_arena, cand)
+        tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": arena,
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
                       "halo": "cached" if cand.cache is not None else "recomputed",
                       "est_growth_percent": _pct(growth, cand)})
         # equal arenas: the smaller estimated growth (the person detector with row-band input
         # at 110%: a cached stage with a low-scratch depthwise ties a recomputing 6x4 grid)
-        key = (plan.arena_bytes, tried[-1]["est_growth_percent"] or 0.0)
+        key = (arena, tried[-1]["est_growth_percent"] or 0.0)
         if best is None or key < best[2]:
-            best = (plan.arena_bytes, cand, key)
+            best = (arena, cand, key)
     info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
             "bound_on": "estimated instructions" if est_before is not None and growth is not None else "MACs",
             "model_macs_before": total_macs, "est_instructions_before": est_before,
@@ -145,29 +146,30 @@ def _arena(g, scratch, inputs_in_arena: bool, cand: PatchPlan) -> int:
 
 
 def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], band_scratch,
-                 adapt, growth, max_recompute: float) -> tuple[PatchPlan, list[dict]]:
+                 adapt, growth, max_recompute: float) -> tuple[PatchPlan, list[dict], int]:
     """A cached stage's scratch block ends with the largest of its layers' kernel scratch (one
     kernel runs at a time). While that largest user is a depthwise layer, try its low-scratch
     variant (kernels/depthwise.py "low_scratch": no sign-extended rows, more instructions);
     keep it when the whole arena shrinks and the estimated growth stays within the bound.
-    Returns (the stage, per layer switched: what it saved and cost, for report.md)."""
+    Returns (the stage, per layer switched: what it saved and cost, for report.md, the stage's
+    arena, or None when not planned)."""
     why = []
     arena = _arena(g, scratch, inputs_in_arena, cand)
     while True:
         k = max(range(len(need)), key=lambda j: need[j])
         if need[k] == 0 or cand.layers[k].kind != "DEPTHWISE_CONV_2D" or k in cand.low_scratch:
-            return cand, why
+            return cand, why, arena
         low = cand.low_scratch | {k}
         need2 = band_scratch(dataclasses.replace(cand, low_scratch=low))
         if need2[k] >= need[k]:   # the kernel has no variant with less scratch here
-            return cand, why
+            return cand, why, arena
         var = make_cached_plan(cand.ops, cand.layers, cand.cache.steps, need2)
         var = dataclasses.replace(var, low_scratch=low)
         var = adapt(var) if adapt is not None else var
         pct = growth(var)
         arena2 = _arena(g, scratch, inputs_in_arena, var)
         if arena2 >= arena or pct > max_recompute:
-            return cand, why
+            return cand, why, arena
         why.append({"layer": cand.ops[k].name.split(";")[0], "index": k,
                     "scratch_bytes": [need[k], need2[k]], "arena_bytes": [arena, arena2],
                     "est_growth_percent": [round(growth(cand), 2), round(pct, 2)]})
