@@ -270,11 +270,12 @@ def out_shift(layers: list[Layer], tiles) -> int:
     first, last = layers[0], layers[-1]
     row_in, row_out = first.in_w * first.in_c, last.out_w * last.out_c
     reads, writes = [], []
-    for regs in tiles:
-        y0, x0, rows, cols = first.needs(regs[0])
-        reads.append(y0 * row_in + x0 * first.in_c)
+    big = first.in_h * row_in   # a step of a cached stage (plan/patch_cache.py) may compute no
+    for regs in tiles:          # row of the first or the last layer: it reads / writes nothing
+        y0, x0, rows, cols = first.needs(regs[0]) if regs[0][2] > 0 else (first.in_h, 0, 0, 0)
+        reads.append(min(y0 * row_in + x0 * first.in_c, big))
         oy, ox, orows, ocols = regs[-1]
-        writes.append((oy + orows - 1) * row_out + (ox + ocols) * last.out_c)
+        writes.append((oy + orows - 1) * row_out + (ox + ocols) * last.out_c if orows > 0 else 0)
     best = None
     end = 0
     for t in range(len(tiles) - 1):

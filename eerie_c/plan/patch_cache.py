@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .patch import Layer, PatchPlan, _align, _bounds, skips_of
+from .patch import Layer, PatchPlan, _align, _bounds, out_shift, skips_of
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,8 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
     cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max), bands)
     return PatchPlan(list(ops), list(layers), tensors, (len(tiles), 1), tiles, offsets, sizes, total, macs,
-                     patched, shift=None, kernel_scratch=ks, skips=[None] * n, cache=cache)
+                     patched, shift=out_shift(layers, tiles), kernel_scratch=ks, skips=[None] * n,
+                     cache=cache)
 
 
 def summary(stage: PatchPlan) -> dict:

@@ -5,7 +5,9 @@ image and rows pushed in bands) and in QEMU on the M4 and the M55 (vww_96_int8 a
 detector with row-band input, where the planner picks them); dilation is refused to the
 recomputing path; the band-loop proof (plan/patch_cache_proof.py) rejects a wrong kept-row
 count, a move that overwrites a kept row, a buffer over another one and a kernel scratch over
-a kept row."""
+a kept row. With the input in the arena a cached stage's output goes over the input rows it
+has consumed (the person detector's whole-image arena under half, in QEMU), and the proof
+rejects that output moved over rows a later step reads."""
 import dataclasses
 
 import numpy as np
@@ -155,3 +157,52 @@ def test_rows_pick_cached_halos_on_board(board_tools, models_dir, tmp_path, boar
     assert ch["halo"] == "cached" and ch["extra_macs"] == 0 and ch["layers"] >= 8
     if name == "person_detect":
         assert rep["arena_bytes"] <= 0.5 * rep["patches"]["arena_bytes_before"]
+
+
+@pytest.mark.parametrize("layers, shape, n, steps", [
+    (MOBILENET, (1, 19, 23, 3), 4, 10), (MOBILENET, (1, 96, 20, 3), 4, 48), (VALID, (1, 37, 17, 2), 5, 18)])
+def test_cached_stage_output_over_its_input_on_host(tmp_path, layers, shape, n, steps):
+    """With the input in the arena, a cached stage's output shares the input's bytes: the
+    first layer consumes input rows top-down, so each step's output rows land on rows no
+    later step reads (plan/patch.py out_shift; proved by patch_proof.prove_shift)."""
+    model = chain_model(shape, layers, seed=11, tail="pool")   # the stage is the peak: it shares
+    x = random_inputs(list(shape), "int8", 2, seed=4)
+    got, rep = eerie_run(model, [x], tmp_path, patch=(n, (steps, 1), "cached"), inputs_in_arena=True)
+    ch = rep["patches"]["chosen"]
+    assert ch["halo"] == "cached" and ch["output_over_input_bytes"] > 0
+    np.testing.assert_array_equal(got[0], tflm_run(model, [x])[0])
+
+
+def test_proof_rejects_a_cached_output_over_input_a_later_step_reads(tmp_path):
+    """Move a cached stage's output down to the middle of its input: the first steps' output
+    rows then land on input rows later steps read, and prove_shift says so."""
+    from eerie_c.plan import prove_plan
+    p = tmp_path / "m.tflite"
+    p.write_bytes(chain_model((1, 96, 20, 3), MOBILENET, seed=1, tail="pool"))
+    res = compile_model(p, out_dir=tmp_path / "o", patch=(4, (12, 1), "cached"), inputs_in_arena=True)
+    g, plan = res.graph, res.extra["plan"]
+    stage = g.ops[0].attrs["patch"]
+    assert stage.cache is not None and stage.shift is not None and g.ops[0].attrs["inplace_of_input"] == "shift"
+    steps = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
+    pin, pout = plan.tensors[stage.tensors[0]], plan.tensors[stage.tensors[-1]]
+    assert pout.offset - pin.offset == stage.shift   # the planner used the shift
+    prove_plan(g, plan, steps)
+    moved = pin.offset + 16 * ((g.t(stage.tensors[0]).nbytes // 2) // 16)
+    plan.tensors[stage.tensors[-1]] = dataclasses.replace(pout, offset=moved)
+    with pytest.raises(CompilerBug, match="an earlier tile's output overwrote"):
+        prove_plan(g, plan, steps)
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+def test_person_detector_whole_image_under_half_the_arena(board_tools, tmp_path, board):
+    """Issue 19's person detector with the whole image in the arena: the planner's cached
+    stage writes its output over the image rows it has consumed, so the image no longer sits
+    beside the stage: arena <= 0.5x the layer-by-layer one, bit-exact in QEMU."""
+    from eerie_c.api import run_model
+    path = _person_detector(tmp_path)
+    x = random_inputs(list(PERSON_DETECT_INPUT), "int8", 1, seed=5)
+    got, rep = run_model(path, [x], board=board, patch="auto")
+    np.testing.assert_array_equal(got[0], tflm_run(path, [x])[0])
+    ch = rep["patches"]["chosen"]
+    assert rep["inputs_in_arena"] and ch["output_over_input_bytes"] > 0
+    assert rep["arena_bytes"] <= 0.5 * rep["patches"]["arena_bytes_before"]
