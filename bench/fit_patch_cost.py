@@ -48,8 +48,13 @@ STAGES = [("vww", 2, (4, 4)), ("vww", 4, (8, 8)), ("vww", 4, (2, 2)), ("vww", 5,
 
 # row-band stages for BAND_STEP: (model, layers, bands)
 BANDS = [("vww", 4, 12), ("vww", 4, 6), ("pd", 4, 12), ("pd", 3, 8), ("resnet", 3, 11)]
-# cached-halo stages (plan/patch_cache.py) for CACHED_STEP: (model, layers, steps)
-CACHED = [("vww", 8, 48), ("vww", 4, 24), ("pd", 8, 48), ("pd", 6, 16)]
+# cached-halo stages (plan/patch_cache.py) for --cached: (model, layers, steps, low-scratch
+# layers); the fit uses CACHED, HELD_OUT only reports its estimate against its measurement
+CACHED = [("vww", 8, 48, ()), ("vww", 8, 48, (1, 5)), ("vww", 4, 24, ()), ("pd", 8, 48, ()),
+          ("pd", 8, 48, (1, 5)), ("pd", 6, 16, ())]
+HELD_OUT = [("pd", 8, 48, (5,)), ("vww", 6, 24, (1,)), ("vww", 6, 24, ())]
+# per-layer profiles (bench/profile_stage.py) for MOVE_COST and DW_HALO
+CACHED_PROFILES = [("vww", 8, 48), ("pd", 8, 48), ("vww", 4, 12)]
 LAYER_KINDS = ("CONV_2D", "CONV_2D_ADD", "DEPTHWISE_CONV_2D")
 
 
@@ -117,38 +122,34 @@ def _run(path: Path, board, patch) -> tuple[int, dict]:
     return rep["instructions"], rep
 
 
-def _step_fit(paths, board, samples, cached: bool, off: dict) -> list[float]:
+def _step_fit(paths, board, samples, off: dict) -> list[float]:
     """Per sample: (measured growth - estimated growth without the step) per kernel call, the
     growths those of whole models (QEMU totals against the layer-by-layer build, estimates
     against its estimate), which is what the planner bounds."""
-    from eerie_c.estimate import BAND_STEP, CACHED_STEP, FAMILY
-    fam = FAMILY[board.cpu]
-    step = (CACHED_STEP if cached else BAND_STEP).get(fam, 0)
+    from eerie_c.estimate import BAND_STEP, FAMILY
+    step = BAND_STEP.get(FAMILY[board.cpu], 0)
     steps = []
     for model, n, bands in samples:
         if model not in off:
             off[model] = _run(paths[model], board, "off")
         count0, rep0 = off[model]
-        count, rep = _run(paths[model], board, (n, (bands, 1), "cached") if cached else (n, (bands, 1)))
+        count, rep = _run(paths[model], board, (n, (bands, 1)))
         work = next(op for op in rep["ops"] if op["kind"] == "PATCH_STAGE")["stage_bands"]
         calls = sum(1 for w in work if w[0] != "MOVE")
         est = rep["est_instructions"] - step * calls - rep0["est_instructions"]
         steps.append(((count - count0) - est) / calls)
-        print(f"| {model} {n} layers {bands} {'steps, cached' if cached else 'bands'} | growth measured "
-              f"{count - count0:,} | estimated without steps {est:,} | {steps[-1]:,.0f} per kernel call |")
+        print(f"| {model} {n} layers {bands} bands | growth measured {count - count0:,} | "
+              f"estimated without steps {est:,} | {steps[-1]:,.0f} per kernel call |")
     return steps
 
 
 def fit_bands(paths, board) -> None:
-    """BAND_STEP and CACHED_STEP (see _step_fit)."""
-    from eerie_c.estimate import BAND_STEP, CACHED_STEP, FAMILY
+    """BAND_STEP (see _step_fit); cached stages: fit_cached."""
+    from eerie_c.estimate import BAND_STEP, FAMILY
     fam = FAMILY[board.cpu]
     off = {}
-    steps = _step_fit(paths, board, BANDS, False, off)
+    steps = _step_fit(paths, board, BANDS, off)
     print(f'BAND_STEP["{fam}"] = {int(round(float(np.median(steps)), -2))}   # median; was {BAND_STEP.get(fam)}')
-    steps = _step_fit(paths, board, CACHED, True, off)
-    print(f'CACHED_STEP["{fam}"] = {max(0, int(round(float(max(steps)), -1)))}   # the largest, '
-          f'at least 0; was {CACHED_STEP.get(fam)}')
 
 
 def fit_stages(paths, board) -> None:
@@ -182,9 +183,18 @@ def main(argv=None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--layers", action="store_true", help="fit the layer-by-layer COSTS")
     mode.add_argument("--bands", action="store_true", help="fit BAND_STEP")
+    mode.add_argument("--cached", action="store_true",
+                      help="fit the cached-halo stages' costs (bench/fit_cached.py), on "
+                           "mps2-an386 and mps3-an547 unless --board is given")
     a = ap.parse_args(argv)
-    board = get_board(a.board)
     paths = models(Path(tempfile.mkdtemp(prefix="eerie-fit-")))
+    if a.cached:
+        import fit_cached
+        given = "--board" in " ".join(argv if argv is not None else sys.argv)
+        for name in ([a.board] if given else ["mps2-an386", "mps3-an547"]):
+            fit_cached.fit(paths, get_board(name), CACHED, HELD_OUT, CACHED_PROFILES)
+        return 0
+    board = get_board(a.board)
     if a.layers:
         fit_layers(paths, board)
     elif a.bands:

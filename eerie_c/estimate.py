@@ -59,11 +59,13 @@ COSTS = {
     # correction lists and choice (M4: within 0.87-1.18x)
     ("dsp", False): {"CONV_2D": (0.987, 12.6, 0, 0), "CONV_2D_ADD": (0.967, 0, 31.36, 0),
                      "DEPTHWISE_CONV_2D": (1.307, 0, 5.13, 8750), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
-                     # a patch stage's low-scratch depthwise (no sign-extended rows,
-                     # plan/patch_choice.py): DEPTHWISE_CONV_2D's plus 1.77 per MAC, measured
-                     # on vww's cached stage with both stride-1 layers switched (mps2-an386,
-                     # 9,664,880 -> 10,251,160 instructions over 331,776 MACs; one fit point)
-                     "DEPTHWISE_CONV_2D_LOW": (3.08, 0, 5.13, 8750),
+                     # a patch stage's low-scratch depthwise (the table kernel, no
+                     # sign-extended rows, plan/patch_choice.py): DEPTHWISE_CONV_2D's plus 2.29
+                     # per MAC, fitted with CACHED_STEP (bench/fit_patch_cost.py --cached) on
+                     # whole-model growth of vww's and the person detector's cached 8-layer
+                     # stages with both stride-1 layers switched; per layer (bench/profile_stage.py)
+                     # 1.9-4.1 per MAC over the layer's pairs kernel, depending on the weights
+                     "DEPTHWISE_CONV_2D_LOW": (3.60, 0, 5.13, 8750),
                      # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
                      "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
@@ -126,18 +128,33 @@ STAGE_FIT["mve"] = STAGE_FIT["dsp"]
 # detector's and ResNet's: -360 to 8,300 on mps2-an386 with 2026-11-26's kernels; the M55's
 # is the earlier fit)
 BAND_STEP = {"dsp": 2800, "mve": 4500}
-# newlib's memmove of the kept halo rows (word copies, a few instructions per 4 bytes); a guess
-# until bench/fit_patch_cost.py measures cached stages
-MOVE_PER_BYTE = 0.5
-# per kernel call of a cached-halo stage (plan/patch_cache.py), beyond the layer estimates:
-# fitted like BAND_STEP (bench/fit_patch_cost.py --bands), the largest of its samples and at
-# least 0: on mps2-an386 all four samples (vww 8 layers / 48 steps, 4 / 24, the person
-# detector 8 / 48, 6 / 16) measure 40-400k instructions *less* growth than estimated without
-# any step (the layer estimates charge each band's halo input rows), so 0: the estimate of a
-# cached stage is high, never low. Unfitted on the M55: the same 0 (its layer estimates, not
-# refitted this round, run high there too: docs/patches.md).
+# A stage with cached halos (plan/patch_cache.py) computes every row of every layer once, so
+# its estimate is each layer's whole estimate (the very numbers of the prefix it replaces) in
+# proportion to the rows each step computes, plus what running in steps adds, fitted by
+# bench/fit_patch_cost.py --cached on mps2-an386 and mps3-an547 (bench/fit_cached.py):
+# newlib's memmove of the kept rows, (per byte, per call): non-negative least squares over
+# every moving layer of vww's 8-layer / 48-step and 4 / 12 and the person detector's 8 / 48
+# stages (within 1.5% of each layer's moves on the M4, 2% on the M55)
+MOVE_COST = {"dsp": (0.75, 36), "mve": (0.76, 28)}
+# per halo input element of a stride-1 depthwise call: the DSP kernels sign-extend every input
+# row a call reads, so the rows the previous step extended are extended again (the layer
+# measured 50-59k instructions more over 48 or 24 one-row steps than whole on the M4: least
+# squares over 5 such layers, each within 0.92-1.08x); the strided and 1x1 kernels measure no
+# such cost (within a few hundred instructions of the whole layer). The M55's Helium kernel
+# pays less (0.43: the 8 / 48 stages' layers within 0.8-1.03x; over vww's 12 four-row steps
+# its 48x48x8 layer measured 8.5k *fewer* than whole)
+DW_HALO = {"dsp": 1.51, "mve": 0.43}
+# per kernel call, the rest (table look-up, switch, the kernel's set-up): fitted with the
+# low-scratch depthwise's per MAC by non-negative least squares on whole-model growth
+# (measured in QEMU against the layer-by-layer build) of six forced stages of vww and the
+# person detector (8 layers / 48 steps with and without low-scratch, 4 / 24, 6 / 16): 0 on
+# the M4 (unconstrained it fits -500, the person detector's first convolution over one grey
+# channel running 117k instructions faster over one-row steps than whole); in-sample within
+# 2.5 points of growth, held out (the person detector's auto stage, 8 / 48 with layer 5
+# low-scratch; vww 6 / 24 with layer 1) within 2 points. On the M55 (Helium kernels, which
+# have no low-scratch variant) the same four stages without it also fit 0 (unconstrained
+# negative), in-sample within 0.9 points of growth, all estimated high
 CACHED_STEP = {"dsp": 0, "mve": 0}
-
 
 def stage_features(stage) -> list[float]:
     """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order
@@ -174,34 +191,61 @@ def band_work(stage) -> list[list]:
     for b, regions in enumerate(stage.tiles):
         if cache is not None:   # cached halos: the moves of the kept rows (plan/patch_cache.py)
             work += [["MOVE", 0, 0, nbytes] for _, nbytes in cache.moves[b] if nbytes]
-        low = getattr(stage, "low_scratch", frozenset())
-        for k, (lay, region) in enumerate(zip(stage.layers, regions)):
-            _, _, rows, cols = region
-            if rows == 0:   # a band that computes no row of this layer skips its kernel
-                continue
-            _, _, in_rows, in_cols = lay.needs(region)
-            outs = rows * cols * lay.out_c
-            ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
-            kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
-            work.append([kind, rows * cols * lay.macs_per_pixel, outs, ins])
+        for k, region in enumerate(regions):
+            if region[2]:   # a band that computes no row of this layer skips its kernel
+                work.append(_band_call(stage, k, region))
     return work
 
 
+def layer_band_work(stage, k: int) -> list[list]:
+    """band_work's kernel calls of layer k alone (bench/profile_stage.py)."""
+    return [_band_call(stage, k, regions[k]) for regions in stage.tiles if regions[k][2]]
+
+
+def _band_call(stage, k: int, region) -> list:
+    """[kind, MACs, output elements, input elements] of one kernel call; with cached halos
+    [kind, MACs, outputs, the layer's input elements times share, share], share the call's
+    part of the layer's output rows (see _bands)."""
+    lay = stage.layers[k]
+    _, _, rows, cols = region
+    outs = rows * cols * lay.out_c
+    low = getattr(stage, "low_scratch", frozenset())
+    kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
+    macs = rows * cols * lay.macs_per_pixel
+    _, _, in_rows, in_cols = lay.needs(region)
+    if getattr(stage, "cache", None) is not None:
+        share = rows / lay.out_h
+        ins = round(lay.in_h * lay.in_w * lay.in_c * share, 3)
+        # a stride-1 depthwise kernel on DSP cores sign-extends every input row it reads, so
+        # a call pays again for the halo rows the previous call extended (DW_HALO)
+        halo = in_rows * in_cols * lay.in_c - ins if kind == "DEPTHWISE_CONV_2D" and lay.sh == 1 else 0
+        return [kind, macs, outs, ins, round(share, 6), round(halo, 3)]
+    ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
+    return [kind, macs, outs, ins]
+
+
 def _bands(work: list, target: str) -> int | None:
-    """Row bands: per band and layer, the layer's kernel over the band's rows (its per-MAC
-    and per-output costs and its call), plus BAND_STEP[family] for what a call over a band
-    costs beyond the whole layer's per-element costs."""
+    """Row bands, per band and layer: halos recomputed, the layer's estimate over the band's
+    rows (its MACs, outputs, the input rows its window reads and its fixed cost: the call) plus
+    BAND_STEP[family] for what a call over a band costs beyond that. Halos cached (entries
+    with a share and a halo): the layer's whole estimate in proportion to the rows the call computes, its
+    fixed cost included, plus CACHED_STEP[family] per call, DW_HALO per halo input element of a stride-1
+    depthwise, the kept rows' moves (MOVE_COST)
+    and, for a low-scratch depthwise, its kernel's own costs (DEPTHWISE_CONV_2D_LOW)."""
     total = 200
-    cached = any(w[0] == "MOVE" for w in work)   # cached halos (moves only they have)
-    step = (CACHED_STEP if cached else BAND_STEP).get(FAMILY.get(target), 0)
+    fam = FAMILY.get(target)
+    cached = any(len(w) == 6 for w in work)
+    step = (CACHED_STEP if cached else BAND_STEP).get(fam, 0)
+    per_byte, per_move = MOVE_COST.get(fam, MOVE_COST["dsp"])
     for kind, macs, outs, *ins in work:   # older reports: no input elements
         if kind == "MOVE":   # memmove of kept halo rows: per byte, and the call
-            total += ins[0] * MOVE_PER_BYTE + 60
+            total += ins[0] * per_byte + per_move
             continue
-        n = estimate_layer(kind, macs, ins[0] if ins else 0, outs, False, target)
+        share, halo = (ins[1], ins[2]) if len(ins) > 2 else (1.0, 0)
+        n = estimate_layer(kind, macs, ins[0] if ins else 0, outs, False, target, share)
         if n is None:
             return None
-        total += n + step
+        total += n + step + DW_HALO.get(fam, 0) * halo
     return int(round(total, -1))
 
 
@@ -229,9 +273,11 @@ def estimate_op(op: dict, target: str) -> int | None:
                           is_float, target)
 
 
-def estimate_layer(kind: str, macs: int, in_elements: int, out_elements: int, is_float: bool,
-                   target: str) -> int | None:
-    """One layer from its kind, MACs and element counts (all inputs, all outputs)."""
+def estimate_layer(kind: str, macs: int, in_elements: float, out_elements: int, is_float: bool,
+                   target: str, share: float = 1.0) -> int | None:
+    """One layer from its kind, MACs and element counts (all inputs, all outputs); share: the
+    part of the layer a call computes (a cached stage's step), which takes that part of the
+    fixed cost too."""
     fam = FAMILY.get(target)
     if fam is None:
         return None
@@ -244,7 +290,7 @@ def estimate_layer(kind: str, macs: int, in_elements: int, out_elements: int, is
     if kind.endswith("_LOW") and kind not in COSTS[key]:   # no low-scratch variant there:
         kind = kind[:-4]                                    # the layer's own kernel runs
     per_mac, per_out, per_in, fixed = COSTS[key].get(kind, GENERIC[key])
-    n = per_mac * macs + per_out * out_elements + per_in * in_elements + fixed
+    n = per_mac * macs + per_out * out_elements + per_in * in_elements + fixed * share
     return int(round(n * scale, -1))
 
 
