@@ -145,8 +145,7 @@ stage with cached halos (plan/patch_cache.py: through the second stride-2 depthw
 output row computed once, the rows the next step reads again kept in each layer's buffer; "50
 steps": the first layer's 48 output rows one per step, then the last layers' rows): no extra
 MACs, a few percent more instructions (the moves and the calls). On the M4 the stride-1
-depthwise layers of those stages (vww: both; the person detector: the 24x24x32 one at 20%, both
-at 110%) run their low-scratch kernel (no sign-extended rows in scratch; plan/patch_choice.py,
+depthwise layers of those stages (vww and the person detector: both, at 20% and 110%) run their low-scratch kernel (no sign-extended rows in scratch; plan/patch_choice.py,
 named in report.md): a smaller scratch block for about 2.3 more instructions per MAC (estimate.py DEPTHWISE_CONV_2D_LOW), which is most
 of the M4 rows' growth (vww 1.02x -> 1.08x for 19,680 -> 15,360 B of arena). Without the whole image in the arena a cached stage's buffers (each layer's
 kernel height of rows, all live) beat a recomputing stage's two band buffers.
