@@ -49,6 +49,8 @@ def _band(lay, region) -> tuple[int, int, int]:
     """(first input row, input rows, top padding) of the band `region` of layer lay."""
     y0, _, rows, _ = region
     ylo, _, nin, _ = lay.needs(region)
+    if nin == 0:   # a band of a PAD's output wholly in its padding: it reads no row at all
+        return 0, 0, 0
     return ylo, nin, ylo - (y0 * lay.sh - lay.pad_t)
 
 
@@ -112,7 +114,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             move = list(cache.moves[b][k]) if cache is not None and k < n - 1 else [0, 0]
             if region[2] == 0:   # cached halos: no new row of this layer in this band
                 base = rows.spans[b][0] * lay.in_w * lay.in_c if k == 0 and rows is not None else 0
-                table += [-1, base, 0, 0] + move
+                table += [-1, base, 0, 0] + (move if cache is not None else [])
                 continue
             ylo, nin, pad_t = _band(lay, region)
             key = (nin, pad_t, region[2])
@@ -129,7 +131,10 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                 skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
             out_off = region[0] * lay.out_w * lay.out_c if k == n - 1 else \
                 (region[0] - dst_row0) * lay.out_w * lay.out_c if cache is not None else 0
-            table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c, out_off, skip]
+            src_off = (ylo - src_row0) * lay.in_w * lay.in_c
+            if nin == 0:   # reads nothing (a PAD's band in its padding): the buffer's or ring's start
+                src_off = rows.spans[b][0] * lay.in_w * lay.in_c if k == 0 and rows is not None else 0
+            table += [keys[k][key], src_off, out_off, skip]
             table += move if cache is not None else []
     for k, ks in enumerate(kernels):
         need = max((low.scratch_bytes for low in ks), default=0)

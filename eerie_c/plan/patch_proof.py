@@ -29,21 +29,51 @@ from ..errors import CompilerBug
 STAGE = "PATCH_STAGE"
 
 
+# the ops a stage may hold; the layers without weights take their windows from their own
+# attributes: pools (filter, stride, SAME / VALID), PAD (a 1x1 window whose top / left padding
+# is the pad amounts, height and width only), unary element-wise ops (1x1, same shape)
+CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
+POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
+PADS = ("PAD", "PADV2")
+UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
+         "QUANTIZE", "ABS", "ELU", "RSQRT")
+
+
+def _window(op, g) -> tuple:
+    """(kh, kw, sh, sw, dh, dw, SAME?) of a convolution or pool, from its attributes."""
+    a = op.attrs
+    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    if op.kind in POOLS:
+        return (int(a["filter_height"]), int(a["filter_width"]), sh, sw, 1, 1, a.get("padding") == "SAME")
+    w = g.t(op.inputs[2 if op.kind == "CONV_2D_ADD" else 1])
+    dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
+    return int(w.shape[1]), int(w.shape[2]), sh, sw, dh, dw, a.get("padding") == "SAME"
+
+
 def _geometry(op, g) -> dict:
     """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
     xi = 1 if op.kind == "CONV_2D_ADD" else 0   # input 0 of a fused ADD is its skip input
-    x, w, y = g.t(op.inputs[xi]), g.t(op.inputs[xi + 1]), g.t(op.outputs[0])
-    a = op.attrs
-    sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
-    dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
-    kh, kw = int(w.shape[1]), int(w.shape[2])
+    x, y = g.t(op.inputs[xi]), g.t(op.outputs[0])
+    geo = dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
+               out_w=y.shape[2], out_c=y.shape[3])
+    if op.kind in PADS:   # paddings [[n], [h], [w], [c]] x (before, after): only h and w may pad
+        p = [int(v) for v in np.asarray(g.t(op.inputs[1]).data).reshape(-1)]
+        if len(p) != 8 or p[0] or p[1] or p[6] or p[7] or min(p) < 0 \
+                or (y.shape[1], y.shape[2], y.shape[3]) != (x.shape[1] + p[2] + p[3], x.shape[2] + p[4] + p[5], x.shape[3]):
+            raise CompilerBug(f"PAD op {op.index} in a patch stage pads {p}, {list(x.shape)} -> {list(y.shape)}")
+        return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=p[2], pad_l=p[4])
+    if op.kind in UNARY:
+        if tuple(x.shape) != tuple(y.shape):
+            raise CompilerBug(f"{op.kind} op {op.index} in a patch stage maps {list(x.shape)} to {list(y.shape)}")
+        return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=0, pad_l=0)
+    kh, kw, sh, sw, dh, dw, same = _window(op, g)
     pads = []
     for size, out, k, s, d in ((x.shape[1], y.shape[1], kh, sh, dh), (x.shape[2], y.shape[2], kw, sw, dw)):
         need = (out - 1) * s + (k - 1) * d + 1
-        pads.append(max(need - size, 0) // 2 if a.get("padding") == "SAME" else 0)
-    return dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
-                out_w=y.shape[2], out_c=y.shape[3], kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw,
-                pad_t=pads[0], pad_l=pads[1])
+        pads.append(max(need - size, 0) // 2 if same else 0)
+    if op.kind in POOLS and x.shape[3] != y.shape[3]:
+        raise CompilerBug(f"{op.kind} op {op.index} in a patch stage changes the channels")
+    return dict(geo, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pad_t=pads[0], pad_l=pads[1])
 
 
 def _touched(lo: int, n: int, stride: int, pad: int, k: int, d: int, size: int) -> tuple[int, int]:
@@ -63,7 +93,7 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
     geo = []
     for k, sop in enumerate(ops):
         main = sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]
-        if sop.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD") \
+        if sop.kind not in CONVS + POOLS + PADS + UNARY \
                 or list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
             raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
                               f"{tensors[k]} and write {tensors[k + 1]}")
@@ -106,6 +136,9 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
     last = geo[-1]
     cover = np.zeros((last["out_h"], last["out_w"]), np.int32)
     ks = getattr(stage, "kernel_scratch", None)
+    if ks is None and any(gk["kind"] not in CONVS[:2] for gk in geo):
+        raise CompilerBug(f"{where}: a stage with a {next(gk['kind'] for gk in geo if gk['kind'] not in CONVS[:2])} "
+                          f"runs only in row bands (the per-tile C has convolutions only)")
     if ks is not None:
         if len(ks) != n:
             raise CompilerBug(f"{where}: kernel scratch for {len(ks)} layers, the stage has {n}")

@@ -1,4 +1,5 @@
-"""Chains of int8 CONV_2D / DEPTHWISE_CONV_2D built in the tests, for patch stages."""
+"""Chains of int8 CONV_2D / DEPTHWISE_CONV_2D (and pools, PAD, unary element-wise ops) built in
+the tests, for patch stages."""
 import numpy as np
 
 from tflite_builder import ACT, PAD, ModelBuilder
@@ -11,7 +12,8 @@ def out_size(padding, size, k, stride, dil):
 
 def chain_model(in_shape, layers, seed=0, tail=None):
     """layers: (kind "conv" / "dw", out_c (conv), (kh, kw), (sh, sw), padding, (dh, dw), act,
-    per_channel). Output scales follow the accumulator's spread so outputs stay mostly
+    per_channel), or a kind of OTHER (other_layer: out_c is then the PAD's ((top, bottom),
+    (left, right)) or the unary op's kind). Output scales follow the accumulator's spread so outputs stay mostly
     unsaturated. tail: "pool" adds an AVERAGE_POOL_2D after the chain (not patchable)."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
@@ -19,6 +21,10 @@ def chain_model(in_shape, layers, seed=0, tail=None):
     scale = 0.05
     x = mb.input(list(in_shape), "int8", scale=scale, zero_point=-7)
     for kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel in layers:
+        if kind in OTHER:   # pools, PAD, unary element-wise ops (other_layer)
+            x, h, w, c, scale = other_layer(mb, rng, kind, x, (n, h, w, c), scale, out_c, (kh, kw),
+                                            (sh, sw), padding, act)
+            continue
         oc = out_c if kind == "conv" else c
         taps = kh * kw * (c if kind == "conv" else 1)
         wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
@@ -73,3 +79,45 @@ def _mobilenet_v1_025():
 # the person detector: 96x96 grey in, average pool at the end (RAM does not depend on the weights)
 MOBILENET_V1_025 = _mobilenet_v1_025()
 PERSON_DETECT_INPUT = (1, 96, 96, 1)
+
+
+OTHER = ("maxpool", "avgpool", "pad", "padv2", "unary")
+
+
+def other_layer(mb, rng, kind, x, shape, scale, arg, k, s, padding, act):
+    """A pool (k, s, padding, fused act; same quantization in and out, as TFLM requires), a PAD /
+    PADV2 (arg: ((top, bottom), (left, right)); PADV2 pads with a value that is not the zero
+    point), or a unary op (arg: its kind; output quantization other than the input's so that
+    no pass fuses a RELU into the conv before it). Returns (y, h, w, c, scale)."""
+    n, h, w, c = shape
+    if kind in ("maxpool", "avgpool"):
+        oh, ow = out_size(padding, h, k[0], s[0], 1), out_size(padding, w, k[1], s[1], 1)
+        y = mb.tensor([n, oh, ow, c], "int8", scale=scale, zero_point=3)
+        mb.op("MAX_POOL_2D" if kind == "maxpool" else "AVERAGE_POOL_2D", [x], [y], "Pool2DOptions",
+              padding=PAD[padding], strideH=s[0], strideW=s[1], filterHeight=k[0], filterWidth=k[1],
+              fusedActivationFunction=ACT[act])
+        return y, oh, ow, c, scale
+    if kind in ("pad", "padv2"):
+        (t, b), (left, right) = arg
+        oh, ow = h + t + b, w + left + right
+        y = mb.tensor([n, oh, ow, c], "int8", scale=scale, zero_point=3)
+        pads = mb.const(np.array([[0, 0], [t, b], [left, right], [0, 0]], np.int32), "int32")
+        if kind == "pad":
+            mb.op("PAD", [x, pads], [y], "PadOptions")
+        else:
+            v = mb.const(np.array(-77, np.int8).reshape(()), "int8", scale=scale, zero_point=3)
+            mb.op("PADV2", [x, pads, v], [y], "PadV2Options")
+        return y, oh, ow, c, scale
+    op = arg
+    if op == "LOGISTIC":
+        oscale, ozp = 1.0 / 256, -128
+    elif op == "RELU6":   # TFLM's RELU6 clamps in the input's quantization, whatever the output's
+        oscale, ozp = scale, 5
+    else:
+        oscale, ozp = scale * float(rng.uniform(0.6, 0.9)), -4
+    y = mb.tensor([n, h, w, c], "int8", scale=oscale, zero_point=ozp)
+    if op == "LEAKY_RELU":
+        mb.op(op, [x], [y], "LeakyReluOptions", alpha=0.2)
+    else:
+        mb.op(op, [x], [y])
+    return y, h, w, c, oscale
