@@ -2,7 +2,8 @@
 
 A layer-by-layer schedule never needs less RAM than its largest set of live activations, and on
 image models that peak sits in the first, high-resolution layers. A *patch stage* runs a prefix
-of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1) tile by tile: the output of
+of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1, and in row bands pools,
+PAD and element-wise layers too: plan/patch_ops.py) tile by tile: the output of
 the prefix's last layer is cut into a grid of tiles, and for each tile every layer computes only
 the region of its output that the tile needs (its receptive field, halo included), into small
 per-layer patch buffers. Only the prefix's input and output exist at full size; the intermediates
@@ -133,8 +134,9 @@ def main_input(op) -> str:
 
 
 def layer_of(op, g) -> Layer | None:
-    """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv or
-    depthwise over a batch-1 NHWC tensor, or a padding this module does not know)."""
+    """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv,
+    depthwise, pool, PAD or unary element-wise op over a batch-1 NHWC tensor, or a padding
+    this module does not know)."""
     if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
         return None
     if op.kind in patch_ops.KINDS:
