@@ -58,6 +58,8 @@ def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = F
     """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows;
     low: its low-scratch variant (PatchPlan.low_scratch, a kernel that honours "low_scratch")."""
     x, y = (sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]), sop.outputs[0]
+    if sop.kind in ("ADD", "SUB", "MUL"):   # the operand that is not the constant
+        x = next(t for t in sop.inputs if not g.t(t).is_const)
     attrs = {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}}
     if low:
         attrs["low_scratch"] = True

@@ -128,8 +128,11 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def main_input(op) -> str:
-    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input)."""
+def main_input(op, g=None) -> str | None:
+    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input; a binary
+    op's is its operand that is not constant)."""
+    if op.kind in patch_ops.BINARY:
+        return patch_ops.main_operand(op, g)
     return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
 
 
@@ -182,10 +185,10 @@ def chain_prefix(g) -> tuple[list, list[Layer]]:
             break
         if ops:
             prev = ops[-1].outputs[0]
-            if main_input(op) != prev or prev in g.outputs:
+            if main_input(op, g) != prev or prev in g.outputs:
                 break
-        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD":
-            break
+        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD" or main_input(op, g) != op.inputs[0]:
+            break   # (the stage input is the first op's input 0)
         if op.kind == "CONV_2D_ADD" and op.inputs[0] not in [o.outputs[0] for o in ops]:
             break
         ops.append(op)

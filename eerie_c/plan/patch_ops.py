@@ -11,8 +11,8 @@ convolutions (patch.py layer_of) these ops fit that geometry too:
     padding is the pad amounts; its output is larger than its input, and an output row in the
     padding reads no input row at all (a band of such rows only writes the pad value);
   * int8 unary element-wise ops (RELU, RELU6, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, a
-    requantizing QUANTIZE, ...): a 1x1 window, stride 1, no padding, input and output of one
-    shape.
+    requantizing QUANTIZE, ...) and ADD / SUB / MUL with a constant operand that does not vary
+    over height or width: a 1x1 window, stride 1, no padding, input and output of one shape.
 
 These run in row bands only (each band by the layer's own kernel, kernels/_patch_tiles.py):
 kernels/_patch.py's per-tile C has convolutions only, so plan/patch.py make_plan refuses a
@@ -28,7 +28,26 @@ PADS = ("PAD", "PADV2")
 # int8 -> int8 element-wise ops with a kernel that is a function of the element alone
 UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
          "QUANTIZE", "ABS", "ELU", "RSQRT")
-KINDS = POOLS + PADS + UNARY
+# int8 ADD / SUB / MUL with a constant operand broadcast over height and width (a per-channel
+# or scalar constant): per element like a unary op
+BINARY = ("ADD", "SUB", "MUL")
+KINDS = POOLS + PADS + UNARY + BINARY
+
+
+def main_operand(op, g) -> str | None:
+    """The activation a binary op with one constant operand slides over (None: not such an
+    op: both operands activations, both constant, or a constant that varies over height or
+    width, which a row band would have to slice)."""
+    if len(op.inputs) != 2 or any(t is None for t in op.inputs):
+        return None
+    const = [g.t(t).is_const for t in op.inputs]
+    if const.count(True) != 1:
+        return None
+    c = g.t(op.inputs[const.index(True)])
+    dims = [1] * (4 - len(c.shape)) + list(c.shape)
+    if len(dims) != 4 or dims[0] != 1 or dims[1] != 1 or dims[2] != 1:
+        return None
+    return op.inputs[const.index(False)]
 
 
 def _image(g, tid):
@@ -42,7 +61,10 @@ def layer_args(op, g, out_size, pad_before) -> tuple | None:
     stage. out_size / pad_before: TFLite's rules (kernels/conv.py), passed in by patch.py."""
     if op.kind not in KINDS or not op.inputs or op.inputs[0] is None:
         return None
-    x, y = _image(g, op.inputs[0]), _image(g, op.outputs[0])
+    xid = main_operand(op, g) if op.kind in BINARY else op.inputs[0]
+    if xid is None:
+        return None
+    x, y = _image(g, xid), _image(g, op.outputs[0])
     if x is None or y is None:
         return None
     _, in_h, in_w, in_c = x.shape

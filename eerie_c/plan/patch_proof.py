@@ -37,6 +37,24 @@ POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
 PADS = ("PAD", "PADV2")
 UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
          "QUANTIZE", "ABS", "ELU", "RSQRT")
+BINARY = ("ADD", "SUB", "MUL")   # with a constant operand, the same for every row and column
+
+
+def _main(op, g) -> str:
+    """The tensor op's window slides over; a binary op's other operand must be a constant
+    that does not vary over height or width (a row band reads all of it)."""
+    if op.kind == "CONV_2D_ADD":   # input 0 is its skip input
+        return op.inputs[1]
+    if op.kind in BINARY:
+        consts = [t for t in op.inputs if g.t(t).is_const]
+        acts = [t for t in op.inputs if not g.t(t).is_const]
+        cshape = list(g.t(consts[0]).shape) if len(consts) == 1 else [0] * 5
+        if len(op.inputs) != 2 or len(acts) != 1 or len(cshape) > 4 \
+                or any(d != 1 for d in ([1] * (4 - len(cshape)) + cshape)[:3]):
+            raise CompilerBug(f"{op.kind} op {op.index} in a patch stage: not one activation and one "
+                              f"constant the same for every pixel")
+        return acts[0]
+    return op.inputs[0]
 
 
 def _window(op, g) -> tuple:
@@ -52,8 +70,7 @@ def _window(op, g) -> tuple:
 
 def _geometry(op, g) -> dict:
     """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
-    xi = 1 if op.kind == "CONV_2D_ADD" else 0   # input 0 of a fused ADD is its skip input
-    x, y = g.t(op.inputs[xi]), g.t(op.outputs[0])
+    x, y = g.t(_main(op, g)), g.t(op.outputs[0])
     geo = dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
                out_w=y.shape[2], out_c=y.shape[3])
     if op.kind in PADS:   # paddings [[n], [h], [w], [c]] x (before, after): only h and w may pad
@@ -62,7 +79,7 @@ def _geometry(op, g) -> dict:
                 or (y.shape[1], y.shape[2], y.shape[3]) != (x.shape[1] + p[2] + p[3], x.shape[2] + p[4] + p[5], x.shape[3]):
             raise CompilerBug(f"PAD op {op.index} in a patch stage pads {p}, {list(x.shape)} -> {list(y.shape)}")
         return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=p[2], pad_l=p[4])
-    if op.kind in UNARY:
+    if op.kind in UNARY + BINARY:
         if tuple(x.shape) != tuple(y.shape):
             raise CompilerBug(f"{op.kind} op {op.index} in a patch stage maps {list(x.shape)} to {list(y.shape)}")
         return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=0, pad_l=0)
@@ -92,9 +109,10 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
                           f"layers go from {tensors[0]} to {tensors[-1]}")
     geo = []
     for k, sop in enumerate(ops):
-        main = sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]
-        if sop.kind not in CONVS + POOLS + PADS + UNARY \
-                or list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
+        if sop.kind not in CONVS + POOLS + PADS + UNARY + BINARY:
+            raise CompilerBug(f"{where}: layer {k} is a {sop.kind} (op {sop.index}), which no stage runs")
+        main = _main(sop, g)
+        if list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
             raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
                               f"{tensors[k]} and write {tensors[k + 1]}")
         skip = None

@@ -81,14 +81,15 @@ MOBILENET_V1_025 = _mobilenet_v1_025()
 PERSON_DETECT_INPUT = (1, 96, 96, 1)
 
 
-OTHER = ("maxpool", "avgpool", "pad", "padv2", "unary")
+OTHER = ("maxpool", "avgpool", "pad", "padv2", "unary", "const")
 
 
 def other_layer(mb, rng, kind, x, shape, scale, arg, k, s, padding, act):
     """A pool (k, s, padding, fused act; same quantization in and out, as TFLM requires), a PAD /
     PADV2 (arg: ((top, bottom), (left, right)); PADV2 pads with a value that is not the zero
     point), or a unary op (arg: its kind; output quantization other than the input's so that
-    no pass fuses a RELU into the conv before it). Returns (y, h, w, c, scale)."""
+    no pass fuses a RELU into the conv before it), or an ADD / SUB / MUL with a constant
+    (arg: (kind, the constant's shape, constant as input 0?)). Returns (y, h, w, c, scale)."""
     n, h, w, c = shape
     if kind in ("maxpool", "avgpool"):
         oh, ow = out_size(padding, h, k[0], s[0], 1), out_size(padding, w, k[1], s[1], 1)
@@ -108,6 +109,15 @@ def other_layer(mb, rng, kind, x, shape, scale, arg, k, s, padding, act):
             v = mb.const(np.array(-77, np.int8).reshape(()), "int8", scale=scale, zero_point=3)
             mb.op("PADV2", [x, pads, v], [y], "PadV2Options")
         return y, oh, ow, c, scale
+    if kind == "const":   # arg: (ADD / SUB / MUL, the constant's shape, constant first?)
+        op, cshape, first = arg
+        cq = float(scale * rng.uniform(0.5, 1.5))
+        cst = mb.const(rng.integers(-100, 100, cshape), "int8", scale=cq, zero_point=2)
+        oscale = scale * cq * 40 if op == "MUL" else scale * 1.3
+        y = mb.tensor([n, h, w, c], "int8", scale=oscale, zero_point=-3)
+        mb.op(op, [cst, x] if first else [x, cst], [y], {"ADD": "AddOptions", "SUB": "SubOptions",
+                                                        "MUL": "MulOptions"}[op], fusedActivationFunction=ACT[act or "NONE"])
+        return y, h, w, c, oscale
     op = arg
     if op == "LOGISTIC":
         oscale, ozp = 1.0 / 256, -128

@@ -53,6 +53,15 @@ PADV2_MID = ([conv(6), pad("padv2", ((2, 1), (0, 2))), dw(s=(2, 2), pad="VALID")
 PAD_LAST = ([conv(6), pad("pad", ((3, 2), (1, 1)))], (1, 9, 7, 3))
 
 
+def const_op(kind, cshape, first=False, act="NONE"):
+    return ("const", (kind, cshape, first), (1, 1), (1, 1), None, (1, 1), act, None)
+
+
+# ADD / SUB / MUL with a constant the same for every pixel (per channel, scalar), either side
+CONST_OPS = ([conv(6, act="NONE"), const_op("ADD", (6,), act="RELU"), dw(), const_op("MUL", (1, 1, 1, 6), True),
+              const_op("SUB", (), False), conv(4)], (1, 15, 11, 3))
+
+
 def unary_chain(kind):
     return [conv(6, act="NONE"), unary(kind), conv(5)], (1, 17, 13, 3)
 
@@ -64,7 +73,8 @@ HOST = [(MAXPOOL, (3, (4, 1))), (MAXPOOL, (3, (5, 1), "cached")), (MAXPOOL, (2, 
         (PADV2_MID, (3, (2, 1))), (PADV2_MID, (3, (8, 1), "cached")),
         (PAD_LAST, (2, (9, 1), "cached"))] + \
        [(unary_chain(k), (3, (4, 1))) for k in ("RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC")] + \
-       [(unary_chain(k), (3, (5, 1), "cached")) for k in ("RELU6", "TANH", "QUANTIZE", "RELU")]
+       [(unary_chain(k), (3, (5, 1), "cached")) for k in ("RELU6", "TANH", "QUANTIZE", "RELU")] + \
+       [(CONST_OPS, (6, (3, 1))), (CONST_OPS, (6, (5, 1), "cached"))]
 
 
 def _check(tmp_path, chain, patch, board=None, **kw):
@@ -82,7 +92,13 @@ def _check(tmp_path, chain, patch, board=None, **kw):
     return rep
 
 
-@pytest.mark.parametrize("chain, patch", HOST, ids=[f"{c[0][1][0]}-{c[0][1][1]}-{p}" for c, p in HOST])
+def _name(chain, patch):
+    kinds = "-".join(str(lay[1][0] if lay[0] == "const" else lay[1]) if lay[0] in ("unary", "const") else lay[0]
+                     for lay in chain[0][:patch[0]])
+    return f"{kinds}-{patch[1][0]}x{patch[1][1]}{'-cached' if patch[2:] else ''}"
+
+
+@pytest.mark.parametrize("chain, patch", HOST, ids=[_name(c, p) for c, p in HOST])
 def test_stage_ops_bit_exact_on_host(tmp_path, chain, patch):
     _check(tmp_path, chain, patch)
 
@@ -112,6 +128,13 @@ def test_per_tile_grids_are_refused(tmp_path):
     for chain, patch in ((MAXPOOL, (3, (2, 2))), (unary_chain("RELU6"), (3, (1, 3))), (PAD_LAST, (2, (9, 1)))):
         with pytest.raises(EerieError, match="patch stage"):
             _stage_of(tmp_path, chain, patch)
+
+
+def test_a_constant_that_varies_over_the_image_ends_the_stage(tmp_path):
+    """A row band would need its rows of such a constant: the prefix stops before the ADD."""
+    chain = ([conv(6, act="NONE"), const_op("ADD", (1, 15, 11, 6)), conv(4)], (1, 15, 11, 3))
+    with pytest.raises(EerieError, match="the graph starts with 1 layers"):
+        _stage_of(tmp_path, chain, (2, (3, 1)))
 
 
 def test_rows_pushed_into_a_pad_first_cached_stage_on_host(tmp_path):
@@ -212,10 +235,11 @@ def test_auto_chooses_a_stage_through_the_max_pool(board_tools, tmp_path):
 
 
 BOARD_CASES = [(MAXPOOL, (3, (4, 1))), (AVGPOOL, (3, (6, 1), "cached")),
-               (PAD_FIRST, (3, (11, 1), "cached")), (unary_chain("LEAKY_RELU"), (3, (4, 1)))]
+               (PAD_FIRST, (3, (11, 1), "cached")), (unary_chain("LEAKY_RELU"), (3, (4, 1))),
+               (CONST_OPS, (6, (5, 1), "cached"))]
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
-@pytest.mark.parametrize("chain, patch", BOARD_CASES, ids=["maxpool", "avgpool-cached", "pad-cached", "leaky"])
+@pytest.mark.parametrize("chain, patch", BOARD_CASES, ids=[_name(c, p) for c, p in BOARD_CASES])
 def test_stage_ops_on_board_bit_exact(board_tools, tmp_path, board, chain, patch):
     _check(tmp_path, chain, patch, board=board)
