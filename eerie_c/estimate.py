@@ -181,7 +181,8 @@ def band_work(stage) -> list[list]:
                 continue
             _, _, in_rows, in_cols = lay.needs(region)
             outs = rows * cols * lay.out_c
-            ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
+            skip = (getattr(stage, "skips", None) or [None] * len(regions))[k] is not None
+            ins = in_rows * in_cols * lay.in_c + (outs if skip else 0)   # a fused ADD's or binary op's skip
             kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
             work.append([kind, rows * cols * lay.macs_per_pixel, outs, ins])
     return work

@@ -128,12 +128,25 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def main_input(op, g=None) -> str | None:
+def main_input(op, g=None, prev=None) -> str | None:
     """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input; a binary
-    op's is its operand that is not constant)."""
+    op's is its operand that is not constant, or over two activations the previous layer's
+    output prev)."""
     if op.kind in patch_ops.BINARY:
+        if patch_ops.two_activations(op, g):
+            return prev if prev in op.inputs else None
         return patch_ops.main_operand(op, g)
     return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
+
+
+def skip_input(op, prev) -> str | None:
+    """The skip input of a layer whose main input is prev: a fused ADD's input 0, a binary
+    op's other operand (a constant there is no skip: it is in no patch buffer)."""
+    if op.kind == "CONV_2D_ADD":
+        return op.inputs[0]
+    if op.kind in patch_ops.BINARY and prev in op.inputs:
+        return next((t for t in op.inputs if t != prev), None)
+    return None
 
 
 def layer_of(op, g) -> Layer | None:
@@ -185,12 +198,14 @@ def chain_prefix(g) -> tuple[list, list[Layer]]:
             break
         if ops:
             prev = ops[-1].outputs[0]
-            if main_input(op, g) != prev or prev in g.outputs:
+            if main_input(op, g, prev) != prev or prev in g.outputs:
                 break
-        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD" or main_input(op, g) != op.inputs[0]:
-            break   # (the stage input is the first op's input 0)
-        if op.kind == "CONV_2D_ADD" and op.inputs[0] not in [o.outputs[0] for o in ops]:
-            break
+            skip = skip_input(op, prev)
+            if skip is not None and not g.t(skip).is_const and skip not in [o.outputs[0] for o in ops]:
+                break   # a skip input must be an earlier layer's output (not the stage input)
+        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD" \
+                or main_input(op, g, op.inputs[0]) != op.inputs[0] or patch_ops.two_activations(op, g):
+            break   # (the stage input is the first op's input 0, and no skip can precede it)
         ops.append(op)
         layers.append(lay)
     return ops, layers
@@ -209,7 +224,8 @@ def skips_of(ops) -> list[int | None]:
     """Per op: the index of its skip input among the stage's tensors (input, then each op's
     output), or None."""
     tensors = [ops[0].inputs[0]] + [o.outputs[0] for o in ops]
-    return [tensors.index(o.inputs[0]) if o.kind == "CONV_2D_ADD" else None for o in ops]
+    skips = [skip_input(o, tensors[k]) for k, o in enumerate(ops)]
+    return [tensors.index(s) if s in tensors[1:] else None for s in skips]
 
 
 def _bounds(n: int, parts: int) -> list[tuple[int, int]]:

@@ -12,7 +12,9 @@ convolutions (patch.py layer_of) these ops fit that geometry too:
     padding reads no input row at all (a band of such rows only writes the pad value);
   * int8 unary element-wise ops (RELU, RELU6, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, a
     requantizing QUANTIZE, ...) and ADD / SUB / MUL with a constant operand that does not vary
-    over height or width: a 1x1 window, stride 1, no padding, input and output of one shape.
+    over height or width, or with an earlier layer of the stage as the other operand (its
+    skip input, as a fused ADD's): a 1x1 window, stride 1, no padding, input and output of one
+    shape.
 
 These run in row bands only (each band by the layer's own kernel, kernels/_patch_tiles.py):
 kernels/_patch.py's per-tile C has convolutions only, so plan/patch.py make_plan refuses a
@@ -32,6 +34,17 @@ UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC"
 # or scalar constant): per element like a unary op
 BINARY = ("ADD", "SUB", "MUL")
 KINDS = POOLS + PADS + UNARY + BINARY
+
+
+def two_activations(op, g) -> bool:
+    """A binary op over two different int8 activations of its output's shape (no broadcast):
+    in a stage one is the previous layer's output, the other an earlier layer's, read from its
+    patch buffer like a fused ADD's skip input (plan/patch.py skips_of)."""
+    if len(op.inputs) != 2 or any(t is None for t in op.inputs) or op.inputs[0] == op.inputs[1]:
+        return False
+    ts = [g.t(t) for t in op.inputs]
+    y = g.t(op.outputs[0])
+    return all(not t.is_const and t.dtype == "int8" and tuple(t.shape) == tuple(y.shape) for t in ts)
 
 
 def main_operand(op, g) -> str | None:
@@ -61,7 +74,9 @@ def layer_args(op, g, out_size, pad_before) -> tuple | None:
     stage. out_size / pad_before: TFLite's rules (kernels/conv.py), passed in by patch.py."""
     if op.kind not in KINDS or not op.inputs or op.inputs[0] is None:
         return None
-    xid = main_operand(op, g) if op.kind in BINARY else op.inputs[0]
+    xid = op.inputs[0]
+    if op.kind in BINARY:   # a constant operand, or two activations of the output's shape
+        xid = main_operand(op, g) or (op.inputs[0] if two_activations(op, g) else None)
     if xid is None:
         return None
     x, y = _image(g, xid), _image(g, op.outputs[0])

@@ -37,17 +37,21 @@ POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
 PADS = ("PAD", "PADV2")
 UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
          "QUANTIZE", "ABS", "ELU", "RSQRT")
-BINARY = ("ADD", "SUB", "MUL")   # with a constant operand, the same for every row and column
+# with a constant operand the same for every row and column, or with a skip input
+BINARY = ("ADD", "SUB", "MUL")
 
 
-def _main(op, g) -> str:
-    """The tensor op's window slides over; a binary op's other operand must be a constant
-    that does not vary over height or width (a row band reads all of it)."""
+def _main(op, g, prev) -> str:
+    """The tensor op's window slides over (prev: the previous layer's output); a binary op's
+    other operand must be a constant that does not vary over height or width (a row band
+    reads all of it) or another activation (its skip input, checked by _prove_chain)."""
     if op.kind == "CONV_2D_ADD":   # input 0 is its skip input
         return op.inputs[1]
     if op.kind in BINARY:
         consts = [t for t in op.inputs if g.t(t).is_const]
         acts = [t for t in op.inputs if not g.t(t).is_const]
+        if len(op.inputs) == 2 and len(acts) == 2 and prev in acts:
+            return prev
         cshape = list(g.t(consts[0]).shape) if len(consts) == 1 else [0] * 5
         if len(op.inputs) != 2 or len(acts) != 1 or len(cshape) > 4 \
                 or any(d != 1 for d in ([1] * (4 - len(cshape)) + cshape)[:3]):
@@ -68,9 +72,9 @@ def _window(op, g) -> tuple:
     return int(w.shape[1]), int(w.shape[2]), sh, sw, dh, dw, a.get("padding") == "SAME"
 
 
-def _geometry(op, g) -> dict:
+def _geometry(op, g, prev) -> dict:
     """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
-    x, y = g.t(_main(op, g)), g.t(op.outputs[0])
+    x, y = g.t(_main(op, g, prev)), g.t(op.outputs[0])
     geo = dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
                out_w=y.shape[2], out_c=y.shape[3])
     if op.kind in PADS:   # paddings [[n], [h], [w], [c]] x (before, after): only h and w may pad
@@ -111,21 +115,25 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
     for k, sop in enumerate(ops):
         if sop.kind not in CONVS + POOLS + PADS + UNARY + BINARY:
             raise CompilerBug(f"{where}: layer {k} is a {sop.kind} (op {sop.index}), which no stage runs")
-        main = _main(sop, g)
+        main = _main(sop, g, tensors[k])
         if list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
             raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
                               f"{tensors[k]} and write {tensors[k + 1]}")
-        skip = None
-        if sop.kind == "CONV_2D_ADD":   # its skip: an earlier layer's output, in a patch buffer
-            if sop.inputs[0] not in tensors[1:k + 1]:
-                raise CompilerBug(f"{where}: layer {k}'s skip input {sop.inputs[0]} is no earlier "
+        skip = other = None
+        if sop.kind == "CONV_2D_ADD":
+            other = sop.inputs[0]
+        elif sop.kind in BINARY and not any(g.t(t).is_const for t in sop.inputs):
+            other = next(t for t in sop.inputs if t != main) if sop.inputs[0] != sop.inputs[1] else main
+        if other is not None:   # its skip: an earlier layer's output, in a patch buffer
+            if other not in tensors[1:k + 1] or (sop.kind in BINARY and other == main):
+                raise CompilerBug(f"{where}: layer {k}'s skip input {other} is no earlier "
                                   f"layer's output in the stage")
-            skip = tensors.index(sop.inputs[0])
-            if g.t(sop.inputs[0]).shape != g.t(tensors[k + 1]).shape:
+            skip = tensors.index(other)
+            if g.t(other).shape != g.t(tensors[k + 1]).shape:
                 raise CompilerBug(f"{where}: layer {k}'s skip input is not of its output's shape")
         if any(g.t(t).dtype != "int8" or g.t(t).shape[0] != 1 for t in (tensors[k], tensors[k + 1])):
             raise CompilerBug(f"{where}: layer {k} is not int8 over one batch")
-        gk = _geometry(sop, g)
+        gk = _geometry(sop, g, tensors[k])
         if sop.kind == "DEPTHWISE_CONV_2D" and gk["in_c"] != gk["out_c"]:
             raise CompilerBug(f"{where}: layer {k} is a depthwise with a depth multiplier")
         mine = {f: getattr(stage.layers[k], f) for f in gk}
@@ -270,7 +278,7 @@ def prove_shift(g, op, in_offset: int, out_offset: int) -> None:
     each tile's first layer must read only input bytes no earlier tile overwrote (a tile reads
     all its input before it writes its output). Geometry re-derived from the first and last ops."""
     stage = op.attrs["patch"]
-    first, last = _geometry(stage.ops[0], g), _geometry(stage.ops[-1], g)
+    first, last = _geometry(stage.ops[0], g, stage.tensors[0]), _geometry(stage.ops[-1], g, stage.tensors[-2])
     n_in = first["in_h"] * first["in_w"] * first["in_c"]
     row_in, row_out = first["in_w"] * first["in_c"], last["out_w"] * last["out_c"]
     clobbered = np.zeros(n_in, bool)

@@ -13,17 +13,22 @@ def out_size(padding, size, k, stride, dil):
 def chain_model(in_shape, layers, seed=0, tail=None):
     """layers: (kind "conv" / "dw", out_c (conv), (kh, kw), (sh, sw), padding, (dh, dw), act,
     per_channel), or a kind of OTHER (other_layer: out_c is then the PAD's ((top, bottom),
-    (left, right)) or the unary op's kind). Output scales follow the accumulator's spread so outputs stay mostly
-    unsaturated. tail: "pool" adds an AVERAGE_POOL_2D after the chain (not patchable)."""
+    (left, right)), the unary op's kind, a constant operand's (kind, shape, first?) or a skip
+    operand's (kind, index of an earlier layer's output, 1-based, first?)). Output scales
+    follow the accumulator's spread so outputs stay mostly unsaturated. tail: "pool" adds an AVERAGE_POOL_2D after the chain (not patchable)."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     n, h, w, c = in_shape
     scale = 0.05
     x = mb.input(list(in_shape), "int8", scale=scale, zero_point=-7)
+    outs = [x]   # the input, then each layer's output (a "skip" layer's other operand)
     for kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel in layers:
         if kind in OTHER:   # pools, PAD, unary element-wise ops (other_layer)
+            if kind == "skip":   # out_c: (ADD / SUB / MUL, index in outs, it first?)
+                out_c = (out_c[0], outs[out_c[1]], out_c[2])
             x, h, w, c, scale = other_layer(mb, rng, kind, x, (n, h, w, c), scale, out_c, (kh, kw),
                                             (sh, sw), padding, act)
+            outs.append(x)
             continue
         oc = out_c if kind == "conv" else c
         taps = kh * kw * (c if kind == "conv" else 1)
@@ -45,6 +50,7 @@ def chain_model(in_shape, layers, seed=0, tail=None):
                   strideH=sh, strideW=sw, dilationHFactor=dh, dilationWFactor=dw, depthMultiplier=1,
                   fusedActivationFunction=ACT[act])
         x, h, w, c, scale = y, oh, ow, oc, out_scale
+        outs.append(x)
     if tail == "pool":
         y = mb.tensor([n, 1, 1, c], "int8", scale=scale, zero_point=3)
         mb.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", padding=PAD["VALID"], strideH=1,
@@ -81,7 +87,7 @@ MOBILENET_V1_025 = _mobilenet_v1_025()
 PERSON_DETECT_INPUT = (1, 96, 96, 1)
 
 
-OTHER = ("maxpool", "avgpool", "pad", "padv2", "unary", "const")
+OTHER = ("maxpool", "avgpool", "pad", "padv2", "unary", "const", "skip")
 
 
 def other_layer(mb, rng, kind, x, shape, scale, arg, k, s, padding, act):
@@ -109,6 +115,13 @@ def other_layer(mb, rng, kind, x, shape, scale, arg, k, s, padding, act):
             v = mb.const(np.array(-77, np.int8).reshape(()), "int8", scale=scale, zero_point=3)
             mb.op("PADV2", [x, pads, v], [y], "PadV2Options")
         return y, oh, ow, c, scale
+    if kind == "skip":   # arg: (ADD / SUB / MUL, the earlier tensor, it first?)
+        op, other, first = arg
+        oscale = scale * 1.5 if op != "MUL" else scale * 2.0
+        y = mb.tensor([n, h, w, c], "int8", scale=oscale, zero_point=1)
+        mb.op(op, [other, x] if first else [x, other], [y], {"ADD": "AddOptions", "SUB": "SubOptions",
+                                                            "MUL": "MulOptions"}[op], fusedActivationFunction=ACT[act or "NONE"])
+        return y, h, w, c, oscale
     if kind == "const":   # arg: (ADD / SUB / MUL, the constant's shape, constant first?)
         op, cshape, first = arg
         cq = float(scale * rng.uniform(0.5, 1.5))

@@ -62,6 +62,19 @@ CONST_OPS = ([conv(6, act="NONE"), const_op("ADD", (6,), act="RELU"), dw(), cons
               const_op("SUB", (), False), conv(4)], (1, 15, 11, 3))
 
 
+def skip_op(kind, index, first=False, act="NONE"):
+    return ("skip", (kind, index, first), (1, 1), (1, 1), None, (1, 1), act, None)
+
+
+# binary ops whose other operand is an earlier layer's output (read from its patch buffer, like a
+# fused ADD's skip; recomputed row bands only, as the last layer of the stage: a layer after it
+# would keep three buffers live): a residual over a depthwise, x * sigmoid(x) (swish), a SUB
+SKIP_ADD = ([conv(6, act="NONE"), dw(act="NONE"), skip_op("ADD", 1, act="RELU"), conv(4)], (1, 15, 11, 3))
+SWISH = ([conv(6, act="NONE"), unary("LOGISTIC"), skip_op("MUL", 1, True), dw()], (1, 14, 9, 3))
+SKIP_SUB = ([conv(4), pool("maxpool", (2, 2), (1, 1), "SAME"), conv(4, (1, 1)), skip_op("SUB", 2), conv(5)],
+            (1, 13, 10, 3))
+
+
 def unary_chain(kind):
     return [conv(6, act="NONE"), unary(kind), conv(5)], (1, 17, 13, 3)
 
@@ -74,7 +87,8 @@ HOST = [(MAXPOOL, (3, (4, 1))), (MAXPOOL, (3, (5, 1), "cached")), (MAXPOOL, (2, 
         (PAD_LAST, (2, (9, 1), "cached"))] + \
        [(unary_chain(k), (3, (4, 1))) for k in ("RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC")] + \
        [(unary_chain(k), (3, (5, 1), "cached")) for k in ("RELU6", "TANH", "QUANTIZE", "RELU")] + \
-       [(CONST_OPS, (6, (3, 1))), (CONST_OPS, (6, (5, 1), "cached"))]
+       [(CONST_OPS, (6, (3, 1))), (CONST_OPS, (6, (5, 1), "cached")), (SKIP_ADD, (3, (3, 1))),
+        (SKIP_ADD, (3, (15, 1))), (SWISH, (3, (4, 1))), (SKIP_SUB, (4, (5, 1)))]
 
 
 def _check(tmp_path, chain, patch, board=None, **kw):
@@ -93,7 +107,8 @@ def _check(tmp_path, chain, patch, board=None, **kw):
 
 
 def _name(chain, patch):
-    kinds = "-".join(str(lay[1][0] if lay[0] == "const" else lay[1]) if lay[0] in ("unary", "const") else lay[0]
+    kinds = "-".join(str(lay[1][0] if lay[0] in ("const", "skip") else lay[1]) if lay[0] in ("unary", "const", "skip")
+                     else lay[0]
                      for lay in chain[0][:patch[0]])
     return f"{kinds}-{patch[1][0]}x{patch[1][1]}{'-cached' if patch[2:] else ''}"
 
@@ -210,6 +225,21 @@ def test_proof_rejects_a_cached_pad_buffer_shifted(tmp_path):
     _rejects(res, steps, "holds|which has", dataclasses.replace(st, cache=cache))
 
 
+def test_proof_rejects_a_binary_skip_read_from_the_wrong_layer(tmp_path):
+    res, steps = _stage_of(tmp_path, SWISH, (3, (4, 1)))
+    st = res.graph.ops[0].attrs["patch"]
+    assert st.skips == [None, None, 1]   # the MUL's other operand: the conv's patch buffer
+    _rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, 2]))
+    _rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, None]))
+    y0, x0, rows, cols = st.tiles[1][0]   # the conv's rows one short of the MUL's
+    _rejects(res, steps, "halo too small|skip input at rows", _with_region(st, 1, 0, (y0, x0, rows - 1, cols)))
+
+
+def test_binary_skips_are_refused_cached_halos(tmp_path):
+    with pytest.raises(EerieError, match="cached halos"):
+        _stage_of(tmp_path, SKIP_ADD, (3, (6, 1), "cached"))
+
+
 def test_proof_rejects_a_pool_stage_outside_row_bands(tmp_path):
     res, steps = _stage_of(tmp_path, MAXPOOL, (3, (4, 1)))
     st = copy.copy(res.graph.ops[0].attrs["patch"])
@@ -236,7 +266,7 @@ def test_auto_chooses_a_stage_through_the_max_pool(board_tools, tmp_path):
 
 BOARD_CASES = [(MAXPOOL, (3, (4, 1))), (AVGPOOL, (3, (6, 1), "cached")),
                (PAD_FIRST, (3, (11, 1), "cached")), (unary_chain("LEAKY_RELU"), (3, (4, 1))),
-               (CONST_OPS, (6, (5, 1), "cached"))]
+               (CONST_OPS, (6, (5, 1), "cached")), (SKIP_ADD, (3, (3, 1))), (SWISH, (3, (4, 1)))]
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
