@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and padding, as the kernels use them
-from . import patch_ops   # pools, PAD and unary element-wise layers (row bands only)
+from . import patch_ops   # pools, PAD and element-wise layers (row bands only)
+from .patch_ops import main_input, skip_input
 
 ALIGN = 16
 # CONV_2D_ADD (a convolution with its residual ADD fused, passes/fuse_conv_add.py) only in
@@ -126,27 +127,6 @@ class PatchPlan:
 
 def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
-
-
-def main_input(op, g=None, prev=None) -> str | None:
-    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input; a binary
-    op's is its operand that is not constant, or over two activations the previous layer's
-    output prev)."""
-    if op.kind in patch_ops.BINARY:
-        if patch_ops.two_activations(op, g):
-            return prev if prev in op.inputs else None
-        return patch_ops.main_operand(op, g)
-    return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
-
-
-def skip_input(op, prev) -> str | None:
-    """The skip input of a layer whose main input is prev: a fused ADD's input 0, a binary
-    op's other operand (a constant there is no skip: it is in no patch buffer)."""
-    if op.kind == "CONV_2D_ADD":
-        return op.inputs[0]
-    if op.kind in patch_ops.BINARY and prev in op.inputs:
-        return next((t for t in op.inputs if t != prev), None)
-    return None
 
 
 def layer_of(op, g) -> Layer | None:

@@ -68,6 +68,27 @@ def _image(g, tid):
     return t if t.dtype == "int8" and len(t.shape) == 4 and t.shape[0] == 1 else None
 
 
+def main_input(op, g=None, prev=None) -> str | None:
+    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input; a binary
+    op's is its operand that is not constant, or over two activations the previous layer's
+    output prev)."""
+    if op.kind in BINARY:
+        if two_activations(op, g):
+            return prev if prev in op.inputs else None
+        return main_operand(op, g)
+    return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
+
+
+def skip_input(op, prev) -> str | None:
+    """The skip input of a layer whose main input is prev: a fused ADD's input 0, a binary
+    op's other operand (a constant there is no skip: it is in no patch buffer)."""
+    if op.kind == "CONV_2D_ADD":
+        return op.inputs[0]
+    if op.kind in BINARY and prev in op.inputs:
+        return next((t for t in op.inputs if t != prev), None)
+    return None
+
+
 def layer_args(op, g, out_size, pad_before) -> tuple | None:
     """(kind, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, sh, sw, dh, dw, pad_t, pad_l) of
     a pool, PAD or unary op over an int8 batch-1 NHWC tensor, or None if it cannot be in a
