@@ -235,11 +235,6 @@ def test_proof_rejects_a_binary_skip_read_from_the_wrong_layer(tmp_path):
     _rejects(res, steps, "halo too small|skip input at rows", _with_region(st, 1, 0, (y0, x0, rows - 1, cols)))
 
 
-def test_binary_skips_are_refused_cached_halos(tmp_path):
-    with pytest.raises(EerieError, match="cached halos"):
-        _stage_of(tmp_path, SKIP_ADD, (3, (6, 1), "cached"))
-
-
 def test_proof_rejects_a_pool_stage_outside_row_bands(tmp_path):
     res, steps = _stage_of(tmp_path, MAXPOOL, (3, (4, 1)))
     st = copy.copy(res.graph.ops[0].attrs["patch"])
