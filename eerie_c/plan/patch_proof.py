@@ -66,7 +66,8 @@ def _window(op, g) -> tuple:
     a = op.attrs
     sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
     if op.kind in POOLS:
-        return (int(a["filter_height"]), int(a["filter_width"]), sh, sw, 1, 1, a.get("padding") == "SAME")
+        return (int(a.get("filter_height", 1)), int(a.get("filter_width", 1)), sh, sw, 1, 1,
+                a.get("padding") == "SAME")
     w = g.t(op.inputs[2 if op.kind == "CONV_2D_ADD" else 1])
     dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
     return int(w.shape[1]), int(w.shape[2]), sh, sw, dh, dw, a.get("padding") == "SAME"
