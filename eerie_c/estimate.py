@@ -155,6 +155,24 @@ DW_HALO = {"dsp": 1.51, "mve": 0.43}
 # have no low-scratch variant) the same four stages without it also fit 0 (unconstrained
 # negative), in-sample within 0.9 points of growth, all estimated high
 CACHED_STEP = {"dsp": 0, "mve": 0}
+# per output element of an element-wise layer in a row-band stage, beyond its layer estimate:
+# layer by layer gcc -O2 auto-vectorizes a plain clamp with Helium (the arena offsets are
+# constants, so in0 and out0 are known apart), over a band it cannot (the offsets come from
+# the band table, and -O2's very-cheap cost model adds no alias check), so it runs scalar.
+# Measured on mps3-an547: a standalone RELU6 between a conv and a depthwise in a cached stage
+# (36,864 outputs) cost about 9.8 instructions per output more than layer by layer (one fit
+# point; without it that stage measured 1.31x at 1.04x estimated). HARD_SWISH / LOGISTIC / TANH
+# (table look-ups) and the requantizing kernels are scalar both ways.
+BAND_SCALAR = {"mve": {"RELU": 10, "RELU6": 10, "RELU_N1_TO_1": 10}}
+# and those clamps layer by layer on the M55 (vectorized): a standalone RELU6 over 48x48x16
+# measured 8,844 instructions, 0.24 per output (the generic 28 per element had it at ~1M,
+# which also diluted every stage's growth in percent of the model)
+COSTS[("mve", False)].update({k: (0, 0.24, 0, 150) for k in BAND_SCALAR["mve"]})
+# the int8 table look-up kernels (kernels/unary.py, logistic_tanh.py), scalar everywhere: HARD_SWISH
+# and LOGISTIC over 48x48x16 measured 3.31 per output on mps3-an547 (the generic 28 diluted
+# the growth of stages holding one, and the planner took a 1.33x stage for 1.20x)
+COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
+                                                            "ELU", "ABS", "RSQRT")})
 
 def stage_features(stage) -> list[float]:
     """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order
@@ -183,9 +201,9 @@ def estimate_stage(stage, in_elements: int, out_elements: int, target: str) -> i
 
 
 def band_work(stage) -> list[list]:
-    """A stage of row bands as the layer kernels run it: per band and layer, [kind, MACs,
-    output elements, input elements] (the rows its window reads, and a fused ADD's skip
-    region; report.json keeps it, so the report's estimate is the planner's)."""
+    """A stage of row bands as the layer kernels run it: per band, its moves of kept rows
+    (cached halos) and per layer one kernel call (_band_call; report.json keeps the list, so
+    the report's estimate is the planner's)."""
     work = []
     cache = getattr(stage, "cache", None)
     for b, regions in enumerate(stage.tiles):
@@ -203,9 +221,10 @@ def layer_band_work(stage, k: int) -> list[list]:
 
 
 def _band_call(stage, k: int, region) -> list:
-    """[kind, MACs, output elements, input elements] of one kernel call; with cached halos
-    [kind, MACs, outputs, the layer's input elements times share, share], share the call's
-    part of the layer's output rows (see _bands)."""
+    """[kind, MACs, output elements, input elements (the rows its window reads, and a skip
+    operand's region)] of one kernel call; with cached halos [kind, MACs, outputs, the whole
+    layer's input elements times share, share, halo input elements], share the call's part of
+    the layer's output rows (see _bands)."""
     lay = stage.layers[k]
     _, _, rows, cols = region
     outs = rows * cols * lay.out_c
@@ -213,30 +232,34 @@ def _band_call(stage, k: int, region) -> list:
     kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
     macs = rows * cols * lay.macs_per_pixel
     _, _, in_rows, in_cols = lay.needs(region)
+    skip = (getattr(stage, "skips", None) or [None] * len(stage.layers))[k] is not None
     if getattr(stage, "cache", None) is not None:
         share = rows / lay.out_h
-        ins = round(lay.in_h * lay.in_w * lay.in_c * share, 3)
+        whole = lay.in_h * lay.in_w * lay.in_c + (lay.out_h * lay.out_w * lay.out_c if skip else 0)
+        ins = round(whole * share, 3)
         # a stride-1 depthwise kernel on DSP cores sign-extends every input row it reads, so
         # a call pays again for the halo rows the previous call extended (DW_HALO)
         halo = in_rows * in_cols * lay.in_c - ins if kind == "DEPTHWISE_CONV_2D" and lay.sh == 1 else 0
         return [kind, macs, outs, ins, round(share, 6), round(halo, 3)]
-    ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
+    ins = in_rows * in_cols * lay.in_c + (outs if skip else 0)   # a fused ADD's or binary op's skip
     return [kind, macs, outs, ins]
 
 
 def _bands(work: list, target: str) -> int | None:
     """Row bands, per band and layer: halos recomputed, the layer's estimate over the band's
     rows (its MACs, outputs, the input rows its window reads and its fixed cost: the call) plus
-    BAND_STEP[family] for what a call over a band costs beyond that. Halos cached (entries
-    with a share and a halo): the layer's whole estimate in proportion to the rows the call computes, its
-    fixed cost included, plus CACHED_STEP[family] per call, DW_HALO per halo input element of a stride-1
-    depthwise, the kept rows' moves (MOVE_COST)
-    and, for a low-scratch depthwise, its kernel's own costs (DEPTHWISE_CONV_2D_LOW)."""
+    BAND_STEP[family] for what a call over a band costs beyond that. Halos cached (entries with
+    a share and a halo): the layer's whole estimate in proportion to the rows the call
+    computes, its fixed cost included, plus CACHED_STEP[family] per call, DW_HALO per halo
+    input element of a stride-1 depthwise, the kept rows' moves (MOVE_COST) and, for a
+    low-scratch depthwise, its kernel's own costs (DEPTHWISE_CONV_2D_LOW). Both: BAND_SCALAR
+    per output of a clamp that runs scalar over a band."""
     total = 200
     fam = FAMILY.get(target)
     cached = any(len(w) == 6 for w in work)
     step = (CACHED_STEP if cached else BAND_STEP).get(fam, 0)
     per_byte, per_move = MOVE_COST.get(fam, MOVE_COST["dsp"])
+    scalar = BAND_SCALAR.get(fam, {})
     for kind, macs, outs, *ins in work:   # older reports: no input elements
         if kind == "MOVE":   # memmove of kept halo rows: per byte, and the call
             total += ins[0] * per_byte + per_move
@@ -245,7 +268,7 @@ def _bands(work: list, target: str) -> int | None:
         n = estimate_layer(kind, macs, ins[0] if ins else 0, outs, False, target, share)
         if n is None:
             return None
-        total += n + step + DW_HALO.get(fam, 0) * halo
+        total += n + step + DW_HALO.get(fam, 0) * halo + scalar.get(kind, 0) * outs
     return int(round(total, -1))
 
 
