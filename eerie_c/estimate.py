@@ -173,6 +173,16 @@ COSTS[("mve", False)].update({k: (0, 0.24, 0, 150) for k in BAND_SCALAR["mve"]})
 # the growth of stages holding one, and the planner took a 1.33x stage for 1.20x)
 COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
                                                             "ELU", "ABS", "RSQRT")})
+# the same on the M4 (bench/profile_stage.py's layer-by-layer column, a conv -> RELU6 -> dw ->
+# HARD_SWISH -> conv -> dw chain at 96x96x3, mps2-an386): the RELU6 over 48x48x16 measured
+# 368,680 instructions, 10.0 per output (a scalar clamp), the HARD_SWISH 138,240, 3.75 per
+# output (one fit point each). The generic 28 per element had each at ~1.03M, which put that
+# chain's cached stage at 13.5% estimated growth for 17.3% measured, though its growth in
+# instructions was estimated within 0.5% (836,790 for 840,000): the model it is a percent of
+# was 1.34M too large
+COSTS[("dsp", False)].update({k: (0, 10.0, 0, 150) for k in ("RELU", "RELU6", "RELU_N1_TO_1")})
+COSTS[("dsp", False)].update({k: (0, 3.75, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
+                                                            "ELU", "ABS", "RSQRT")})
 
 def stage_features(stage) -> list[float]:
     """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order
