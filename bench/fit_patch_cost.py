@@ -11,18 +11,22 @@ sides need refitting whenever kernels change speed:
 - `--stages` (the default): the per-tile C's STAGE_FIT: forced stages (prefix length, grid) of
   vww_96_int8 and the person detector, regressed on their per-tile work (estimate.py
   stage_features) by non-negative least squares;
-- `--bands`: BAND_STEP and CACHED_STEP, the per kernel call cost of row-band stages (halos
-  recomputed / cached) beyond the layer kernels' own estimate (run it after `--layers` has
-  been pasted into estimate.py).
+- `--bands`: BAND_STEP, the per kernel call cost of row-band stages with recomputed halos
+  beyond the layer kernels' own estimate (run it after `--layers` has been pasted into
+  estimate.py);
+- `--cached`: stages with cached halos (bench/fit_cached.py): MOVE_COST, DW_HALO,
+  CACHED_STEP and the low-scratch depthwise's DEPTHWISE_CONV_2D_LOW, on mps2-an386 and
+  mps3-an547 (or the --board given), with held-out stages.
 
 Each prints the fit to paste into eerie_c/estimate.py and every sample's estimate against
 its measurement. After a kernel gets faster or slower (issue 15's helpers), rerun
 
     python bench/fit_patch_cost.py --layers [--board mps2-an386]    # paste COSTS rows
     python bench/fit_patch_cost.py --bands                          # paste BAND_STEP
+    python bench/fit_patch_cost.py --cached                         # MOVE_COST, DW_HALO, CACHED_STEP, _LOW
     python bench/fit_patch_cost.py                                  # STAGE_FIT (per-tile C)
 
-then tests/patch/test_patch_estimate.py (measured against estimated growth, M4).
+then tests/patch/test_patch_estimate.py (measured against estimated growth, M4 and M55).
 """
 from __future__ import annotations
 
