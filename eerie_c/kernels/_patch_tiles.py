@@ -29,9 +29,10 @@ class _BandGraph:
     """The graph as one band's kernel sees it: the layer's input and output tensors cut to
     the band's rows; everything else (weights, quantization) the graph's own."""
 
-    def __init__(self, g, shapes: dict[str, tuple]):
+    def __init__(self, g, shapes: dict[str, tuple], aliases: dict[str, str] | None = None):
         self._g = g
-        self._t = {tid: dataclasses.replace(g.t(tid), shape=shape) for tid, shape in shapes.items()}
+        self._t = {tid: dataclasses.replace(g.t((aliases or {}).get(tid, tid)), id=tid, shape=shape)
+                   for tid, shape in shapes.items()}
 
     def t(self, tid):
         return self._t.get(tid) or self._g.t(tid)
@@ -59,15 +60,19 @@ def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = F
     attrs = {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}}
     if low:
         attrs["low_scratch"] = True
-    band = Op(sop.kind, list(sop.inputs), list(sop.outputs), attrs,
-              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    inputs = list(sop.inputs)
     out = (1, rows, lay.out_w, lay.out_c)
     shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
-    want = [x]
+    want, aliases = [x], {}
     if sop.kind == "CONV_2D_ADD":   # the skip input and the convolution's own output too
-        shapes.update({sop.inputs[0]: out, sop.attrs["conv_output"]: out})
-        want = [sop.inputs[0], x]
-    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes), ctx)
+        if inputs[0] == x:   # y = x + conv(x): the skip is x's rows at the band's output rows,
+            aliases[x + "#skip"] = x   # another shape than its window's rows: a name of its own
+            inputs[0] = x + "#skip"
+        shapes.update({inputs[0]: out, sop.attrs["conv_output"]: out})
+        want = [inputs[0], x]
+    band = Op(sop.kind, inputs, list(sop.outputs), attrs,
+              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes, aliases), ctx)
     if low.inputs != want or low.outputs != [y] or low.control or low.updates:
         raise CompilerBug(f"patch stage: {sop.kind} op {sop.index}'s kernel over a band reads "
                           f"{low.inputs}, writes {low.outputs}")
@@ -125,7 +130,9 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                 src_row0 = 0 if k == 0 else cache.first_rows[b][k - 1]
                 dst_row0 = cache.first_rows[b][k] if k < n - 1 else 0
             skip = 0
-            if skips[k] is not None:   # the skip's rows of this band in its patch buffer
+            if skips[k] is not None and cache is not None:   # where the plan kept them
+                skip = cache.skip_offsets[b][k]
+            elif skips[k] is not None:   # the skip's rows of this band in its patch buffer
                 skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
             out_off = region[0] * lay.out_w * lay.out_c if k == n - 1 else \
                 (region[0] - dst_row0) * lay.out_w * lay.out_c if cache is not None else 0
