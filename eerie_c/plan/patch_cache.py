@@ -29,9 +29,16 @@ read. It keeps rows from the first row either still needs; it never shares bytes
 from layer j to layer m within a step); layer m computes no row whose skip row layer j has not
 computed; and the table gives layer m, per step, the byte in buffer j where its skip rows start.
 
+A dilated window (dh > 1) reads kh rows dh apart, not a contiguous block; but every row the
+current and later windows of layer k + 1 read lies at or below the first tap of its current
+window (windows only move down), so the same rule holds: buffer k keeps the rows from that
+first tap on, the rows between the taps with them (the buffer's slots are contiguous rows; a
+later window reads them when sh is not a multiple of dh), and layer k + 1 computes a row once
+its window's last tap, (kh - 1) dh rows below the first, is in.
+
 The extra MACs are 0 (or fewer MACs than layer by layer, when a VALID window never reads a
-row); what is paid instead is the moves and each step's calls. Dilated windows are left to the
-recomputing stage. plan/patch_cache_proof.py simulates the steps row by row, independently.
+row); what is paid instead is the moves and each step's calls. plan/patch_cache_proof.py
+simulates the steps row by row, independently.
 """
 from __future__ import annotations
 
@@ -57,7 +64,8 @@ class CachedBands:
 
 
 def _reads(lay: Layer, y0: int, rows: int) -> tuple[int, int]:
-    """(first, last) input row the windows of output rows y0..y0+rows-1 touch (clipped)."""
+    """(first, last) input row the windows of output rows y0..y0+rows-1 touch (clipped; with
+    dilation the first and last taps, rows between them included)."""
     ylo = max(0, y0 * lay.sh - lay.pad_t)
     yhi = min(lay.in_h - 1, (y0 + rows - 1) * lay.sh - lay.pad_t + (lay.kh - 1) * lay.dh)
     return ylo, yhi
@@ -76,11 +84,9 @@ def _ready(lay: Layer, have: int) -> int:
 
 def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
     """A stage with cached halos whose first layer's rows are split over `bands` steps (the
-    plan's grid is (all its steps, 1)), or None when it cannot run so (a dilated window, fewer
-    first-layer rows than steps). kernel_scratch: per layer, its kernels' scratch."""
+    plan's grid is (all its steps, 1)), or None when it cannot run so (fewer first-layer rows
+    than steps, a skip from the stage input). kernel_scratch: per layer, its kernels' scratch."""
     n = len(layers)
-    if any(lay.dh != 1 or lay.dw != 1 for lay in layers):
-        return None
     skips = skips_of(ops)
     # per layer: the buffer it reads as a fused ADD's skip (tensor i is buffer i - 1), or None
     skip_buf = [None if s is None else s - 1 for s in skips]
