@@ -74,3 +74,30 @@ TWO_ADDS = [("conv", 6, (3, 3), (1, 1), "VALID", (1, 1), "RELU", True),
             ("conv", 6, (1, 3), (1, 1), "SAME", (1, 1), "NONE", False),
             ("dw", None, (3, 3), (2, 2), "SAME", (1, 1), "RELU", True)]
 TWO_ADDS_ADDS = {1: 0, 3: 1}
+
+
+def random_chain(seed):
+    """A random chain for cached stages: (input shape, layers, adds, steps). Kernels 1-5 rows,
+    stride 1 or 2, dilation 1-3, SAME or VALID, and residual ADDs wherever a conv's output has
+    an earlier layer's shape (often: a conv keeps its input's channels)."""
+    import random
+    rng = random.Random(seed)
+    h, w, c = rng.randint(9, 31), rng.randint(5, 19), rng.randint(1, 5)
+    layers, shapes, adds = [], [(h, w, c)], {}
+    target = rng.randint(2, 6)
+    while len(layers) < target:
+        kind = rng.choice(["conv", "conv", "dw"])
+        kh, kw = rng.choice([1, 3, 5]), rng.choice([1, 3])
+        sh, pad = rng.choice([1, 1, 1, 1, 2]), rng.choice(["SAME", "SAME", "SAME", "VALID"])
+        dh = rng.choice([1, 1, 2, 3]) if kh > 1 else 1
+        H, W, C = shapes[-1]
+        oc = (C if rng.random() < 0.7 else rng.randint(2, 8)) if kind == "conv" else None
+        oh, ow = out_size(pad, H, kh, sh, dh), out_size(pad, W, kw, 1, 1)
+        if oh < 2 or ow < 1:
+            continue
+        layers.append((kind, oc, (kh, kw), (sh, 1), pad, (dh, 1), rng.choice(["RELU", "NONE"]), rng.random() < 0.7))
+        shapes.append((oh, ow, oc or C))
+        same = [j for j in range(len(layers) - 1) if shapes[j + 1] == shapes[-1]]
+        if kind == "conv" and same and rng.random() < 0.9:
+            adds[len(layers) - 1] = rng.choice(same)
+    return (1, h, w, c), layers, adds, rng.randint(2, shapes[1][0])

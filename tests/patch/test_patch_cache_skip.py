@@ -2,18 +2,18 @@
 layer's buffer keeps every row until both of its readers (the next layer's window and the ADD's
 skip read, at the ADD's own output rows) are done with it, and the band table gives the ADD the
 byte of its skip rows. Bit-exact with TFLM on the host (ResNet's first block, a skip from three
-layers back, y = x + conv(x), two ADDs in one stage, rows pushed in bands, the output over the
-input) and in QEMU on the M4 and the M55 (ResNet as the planner picks it, synthetic residual
-chains); the band-loop proof (plan/patch_cache_proof.py) rejects a wrong skip offset, a skip
-buffer keeping one row too few, a skip buffer over another buffer and a layer writing over rows
-it reads."""
+layers back, y = x + conv(x), two ADDs in one stage, random chains of ADDs and dilated layers,
+rows pushed in bands, the output over the input) and in QEMU on the M4 and the M55 (ResNet as
+the planner picks it, synthetic residual chains); the band-loop proof
+(plan/patch_cache_proof.py) rejects a wrong skip offset, a skip buffer keeping one row too few,
+a skip buffer over another buffer and a layer writing over rows it reads."""
 import dataclasses
 
 import numpy as np
 import pytest
 
 from conftest import eerie_run, random_inputs, tflm_run
-from patch_residual_models import DEEP_SKIP, DEEP_SKIP_ADDS, TWO_ADDS, TWO_ADDS_ADDS, residual_chain
+from patch_residual_models import DEEP_SKIP, DEEP_SKIP_ADDS, TWO_ADDS, TWO_ADDS_ADDS, random_chain, residual_chain
 from test_patch_rows_bands import _build_and_push
 
 from eerie_c.api import compile_model
@@ -57,6 +57,28 @@ def test_residual_chain_cached_bit_exact_on_host(tmp_path, name, n, steps):
     got, rep = eerie_run(model, [x], tmp_path, patch=(n, (steps, 1), "cached"))
     assert rep["patches"]["chosen"]["halo"] == "cached"
     np.testing.assert_array_equal(got[0], tflm_run(model, [x])[0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_residual_chains_cached_bit_exact_on_host(tmp_path, seed):
+    """Random chains (patch_residual_models.random_chain: kernels 1-5 rows, strides, dilation
+    1-3, SAME / VALID, ADDs whose skip is one to several layers back, several ADDs reading one
+    buffer) as one cached stage of all their layers: the compile's proof and TFLM agree."""
+    shape, layers, adds, steps = random_chain(seed)
+    model = residual_chain(shape, layers, adds, seed=seed)
+    x = random_inputs(list(shape), "int8", 1, seed=seed)
+    got, rep = eerie_run(model, [x], tmp_path, patch=(len(layers), (steps, 1), "cached"))
+    assert rep["patches"]["chosen"]["halo"] == "cached"
+    assert sum(o["kind"] == "PATCH_STAGE" for o in rep["ops"]) == 1 and len(rep["ops"]) == 1
+    np.testing.assert_array_equal(got[0], tflm_run(model, [x])[0])
+
+
+def test_random_chains_have_adds():
+    """The seeds above do test fused ADDs, dilation and both in one stage."""
+    chains = [random_chain(seed) for seed in range(12)]
+    dilated = [any(lay[5][0] > 1 for lay in layers) for _, layers, _, _ in chains]
+    assert sum(bool(adds) for _, _, adds, _ in chains) >= 6 and sum(dilated) >= 6
+    assert sum(bool(adds) and d for (_, _, adds, _), d in zip(chains, dilated)) >= 4
 
 
 def test_skip_of_its_own_window_input_recomputed_bands(tmp_path):
