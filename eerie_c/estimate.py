@@ -137,6 +137,24 @@ MOVE_PER_BYTE = 0.5
 # cached stage is high, never low. Unfitted on the M55: the same 0 (its layer estimates, not
 # refitted this round, run high there too: docs/patches.md).
 CACHED_STEP = {"dsp": 0, "mve": 0}
+# per output element of an element-wise layer in a row-band stage, beyond its layer estimate:
+# layer by layer gcc -O2 auto-vectorizes a plain clamp with Helium (the arena offsets are
+# constants, so in0 and out0 are known apart), over a band it cannot (the offsets come from
+# the band table, and -O2's very-cheap cost model adds no alias check), so it runs scalar.
+# Measured on mps3-an547: a standalone RELU6 between a conv and a depthwise in a cached stage
+# (36,864 outputs) cost about 9.8 instructions per output more than layer by layer (one fit
+# point; without it that stage measured 1.31x at 1.04x estimated). HARD_SWISH / LOGISTIC / TANH
+# (table look-ups) and the requantizing kernels are scalar both ways.
+BAND_SCALAR = {"mve": {"RELU": 10, "RELU6": 10, "RELU_N1_TO_1": 10}}
+# and those clamps layer by layer on the M55 (vectorized): a standalone RELU6 over 48x48x16
+# measured 8,844 instructions, 0.24 per output (the generic 28 per element had it at ~1M,
+# which also diluted every stage's growth in percent of the model)
+COSTS[("mve", False)].update({k: (0, 0.24, 0, 150) for k in BAND_SCALAR["mve"]})
+# the int8 table look-up kernels (kernels/unary.py, logistic_tanh.py), scalar everywhere: HARD_SWISH
+# and LOGISTIC over 48x48x16 measured 3.31 per output on mps3-an547 (the generic 28 diluted
+# the growth of stages holding one, and the planner took a 1.33x stage for 1.20x)
+COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
+                                                            "ELU", "ABS", "RSQRT")})
 
 
 def stage_features(stage) -> list[float]:
@@ -181,7 +199,8 @@ def band_work(stage) -> list[list]:
                 continue
             _, _, in_rows, in_cols = lay.needs(region)
             outs = rows * cols * lay.out_c
-            ins = in_rows * in_cols * lay.in_c + (outs if lay.kind == "CONV_2D_ADD" else 0)
+            skip = (getattr(stage, "skips", None) or [None] * len(regions))[k] is not None
+            ins = in_rows * in_cols * lay.in_c + (outs if skip else 0)   # a fused ADD's or binary op's skip
             kind = lay.kind + "_LOW" if k in low and lay.kind == "DEPTHWISE_CONV_2D" else lay.kind
             work.append([kind, rows * cols * lay.macs_per_pixel, outs, ins])
     return work
@@ -194,6 +213,7 @@ def _bands(work: list, target: str) -> int | None:
     total = 200
     cached = any(w[0] == "MOVE" for w in work)   # cached halos (moves only they have)
     step = (CACHED_STEP if cached else BAND_STEP).get(FAMILY.get(target), 0)
+    scalar = BAND_SCALAR.get(FAMILY.get(target), {})
     for kind, macs, outs, *ins in work:   # older reports: no input elements
         if kind == "MOVE":   # memmove of kept halo rows: per byte, and the call
             total += ins[0] * MOVE_PER_BYTE + 60
@@ -201,7 +221,7 @@ def _bands(work: list, target: str) -> int | None:
         n = estimate_layer(kind, macs, ins[0] if ins else 0, outs, False, target)
         if n is None:
             return None
-        total += n + step
+        total += n + step + scalar.get(kind, 0) * outs
     return int(round(total, -1))
 
 

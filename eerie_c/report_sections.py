@@ -126,7 +126,8 @@ def patch_lines(r: dict) -> list[str]:
     ch = p.get("chosen")
     if ch is None and not p.get("candidates"):
         out.append("No patch stage: the graph does not start with two or more chained int8 CONV_2D / "
-                   "DEPTHWISE_CONV_2D layers whose outputs nothing else reads, or no grid keeps the "
+                   "DEPTHWISE_CONV_2D / pooling / PAD / element-wise layers whose outputs nothing else "
+                   "reads, or no grid keeps the "
                    f"stage within {_bound_text(p)}.")
         return out + _refused(p)
     bound = _bound_text(p)

@@ -82,6 +82,9 @@ def lower_patch_stage(op, g, ctx) -> Lowered:
         return lower_bands(op, g, ctx, stage)
     if any(s is not None for s in (stage.skips or [])):
         raise CompilerBug("patch stage: a fused ADD outside row bands (plan/patch.py make_plan refuses it)")
+    if any(lay.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D") for lay in stage.layers):
+        raise CompilerBug("patch stage: a pool, PAD or element-wise layer outside row bands "
+                          "(plan/patch.py make_plan refuses it)")
     n = len(stage.layers)
     layers = []
     outer = ctx.layer

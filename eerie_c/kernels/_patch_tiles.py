@@ -50,26 +50,40 @@ def _band(lay, region) -> tuple[int, int, int]:
     """(first input row, input rows, top padding) of the band `region` of layer lay."""
     y0, _, rows, _ = region
     ylo, _, nin, _ = lay.needs(region)
+    if nin == 0:   # a band of a PAD's output wholly in its padding: it reads no row at all
+        return 0, 0, 0
     return ylo, nin, ylo - (y0 * lay.sh - lay.pad_t)
 
 
-def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = False) -> Lowered:
+def _operands(sop, x, skip) -> list[str]:
+    """The activations the layer's kernel reads, in its order (in0, in1): x the main input
+    (the previous layer's output), skip its skip input or None. A fused ADD reads its skip
+    first; a binary op its operands as the op lists them (a constant operand is no input)."""
+    if skip is None:
+        return [x]
+    return [skip, x] if sop.kind == "CONV_2D_ADD" else list(sop.inputs)
+
+
+def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = False,
+                x=None, skip=None) -> Lowered:
     """The layer's own kernel over a band: nin input rows, top padding pad_t, rows output rows;
-    low: its low-scratch variant (PatchPlan.low_scratch, a kernel that honours "low_scratch")."""
-    x, y = (sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]), sop.outputs[0]
+    low: its low-scratch variant (PatchPlan.low_scratch, a kernel that honours "low_scratch");
+    x, skip: the stage's tensors the layer reads (PatchPlan.tensors, skips)."""
+    y = sop.outputs[0]
     attrs = {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}}
     if low:
         attrs["low_scratch"] = True
     inputs = list(sop.inputs)
     out = (1, rows, lay.out_w, lay.out_c)
     shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
-    want, aliases = [x], {}
-    if sop.kind == "CONV_2D_ADD":   # the skip input and the convolution's own output too
-        if inputs[0] == x:   # y = x + conv(x): the skip is x's rows at the band's output rows,
-            aliases[x + "#skip"] = x   # another shape than its window's rows: a name of its own
-            inputs[0] = x + "#skip"
-        shapes.update({inputs[0]: out, sop.attrs["conv_output"]: out})
-        want = [inputs[0], x]
+    want, aliases = _operands(sop, x, skip), {}
+    if sop.kind == "CONV_2D_ADD" and skip == x:   # y = x + conv(x): the skip is x's rows at
+        aliases[x + "#skip"] = x   # the band's output rows, another shape than its window's
+        skip = want[0] = inputs[0] = x + "#skip"   # rows: a name of its own (input 0)
+    if skip is not None:   # the skip input's rows are the output's
+        shapes[skip] = out
+    if sop.kind == "CONV_2D_ADD":   # and the convolution's own output's
+        shapes[sop.attrs["conv_output"]] = out
     band = Op(sop.kind, inputs, list(sop.outputs), attrs,
               name=sop.name, index=sop.index, subgraph=sop.subgraph)
     low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes, aliases), ctx)
@@ -77,6 +91,12 @@ def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = F
         raise CompilerBug(f"patch stage: {sop.kind} op {sop.index}'s kernel over a band reads "
                           f"{low.inputs}, writes {low.outputs}")
     return low
+
+
+def _reads(stage, k) -> tuple:
+    """(main input, skip input or None) of layer k: tensors of the stage."""
+    skips = stage.skips or [None] * len(stage.ops)
+    return stage.tensors[k], (stage.tensors[skips[k]] if skips[k] is not None else None)
 
 
 def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
@@ -94,7 +114,8 @@ def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
             _, nin, pad_t = _band(lay, regions[k])
             if (nin, pad_t, regions[k][2]) not in seen:
                 seen.add((nin, pad_t, regions[k][2]))
-                low = _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2], k in stage.low_scratch)
+                low = _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2], k in stage.low_scratch,
+                                  *_reads(stage, k))
                 need = max(need, low.scratch_bytes)
         out.append(need)
     return out
@@ -117,13 +138,14 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             move = list(cache.moves[b][k]) if cache is not None and k < n - 1 else [0, 0]
             if region[2] == 0:   # cached halos: no new row of this layer in this band
                 base = rows.spans[b][0] * lay.in_w * lay.in_c if k == 0 and rows is not None else 0
-                table += [-1, base, 0, 0] + move
+                table += [-1, base, 0, 0] + (move if cache is not None else [])
                 continue
             ylo, nin, pad_t = _band(lay, region)
             key = (nin, pad_t, region[2])
             if key not in keys[k]:
                 keys[k][key] = len(kernels[k])
-                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2], k in stage.low_scratch))
+                kernels[k].append(_lower_band(sop, lay, g, ctx, nin, pad_t, region[2], k in stage.low_scratch,
+                                              *_reads(stage, k)))
             src_row0 = 0 if k == 0 else regions[k - 1][0]
             dst_row0 = region[0]   # where the buffer's first byte is in the layer's output
             if cache is not None:   # the buffers start at their kept rows
@@ -136,7 +158,10 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                 skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
             out_off = region[0] * lay.out_w * lay.out_c if k == n - 1 else \
                 (region[0] - dst_row0) * lay.out_w * lay.out_c if cache is not None else 0
-            table += [keys[k][key], (ylo - src_row0) * lay.in_w * lay.in_c, out_off, skip]
+            src_off = (ylo - src_row0) * lay.in_w * lay.in_c
+            if nin == 0:   # reads nothing (a PAD's band in its padding): the buffer's or ring's start
+                src_off = rows.spans[b][0] * lay.in_w * lay.in_c if k == 0 and rows is not None else 0
+            table += [keys[k][key], src_off, out_off, skip]
             table += move if cache is not None else []
     for k, ks in enumerate(kernels):
         need = max((low.scratch_bytes for low in ks), default=0)
@@ -172,10 +197,13 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
             lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (plan/patch_cache.py) */",
                       f"            memmove({dst}, {dst} + r[{width * k + 4}], (size_t)r[{width * k + 5}]);",
                       "        }"]
-        if skips[k] is not None:   # CONV_2D_ADD: in0 the skip input, in1 the convolution's
-            lines.append(f"        const int8_t *const in0 = (const int8_t *)(stage_scratch + "
+        if skips[k] is not None:   # a fused ADD or a binary op: the skip input's pointer
+            x, skip = _reads(stage, k)
+            order = _operands(stage.ops[k], x, skip)
+            si = order.index(skip)   # y = x + conv(x): x is both, the skip first
+            lines.append(f"        const int8_t *const in{si} = (const int8_t *)(stage_scratch + "
                          f"{stage.buf_offsets[skips[k] - 1]}) + r[{width * k + 3}];   /* the skip's rows */")
-            xin = "in1"
+            xin = f"in{next(i for i, t in enumerate(order) if t == x and i != si)}"
         off = f"r[{width * k + 1}]"
         if k == 0 and rows is not None:   # offset first: no pointer before the ring's start
             src, off = "stage_in", f"(r[1] - base_row * {first.in_w * first.in_c})"

@@ -43,6 +43,12 @@ def _lower_pad(op, g, ctx):
     if not pt.is_const:
         raise EerieError(f"{op.kind} (op {op.index}): the paddings tensor must be constant")
     pads = np.asarray(pt.data).reshape(-1).astype(np.int64)
+    band = op.attrs.get("tile_window")
+    if band is not None:   # one row band of a patch stage (kernels/_patch_tiles.py): its rows
+        # in the top padding are pad_t, below the input rows the rest; no input row: all padding
+        top = band["pad_t"] if x.shape[1] else y.shape[1]
+        pads = np.asarray([0, 0, top, y.shape[1] - top - x.shape[1], band["pad_l"],
+                           y.shape[2] - x.shape[2] - band["pad_l"], 0, 0], np.int64)
     if pads.size != 2 * rank:
         raise EerieError(f"{op.kind} (op {op.index}): paddings has {pads.size} values, "
                          f"expected {2 * rank}")

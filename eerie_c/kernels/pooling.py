@@ -47,10 +47,15 @@ def _pool_params(op, g):
                          f"filter {fh}x{fw} / stride {sh}x{sw}")
     n, ih, iw, c = x.shape
     oh, ow = _out_size(padding, ih, fh, sh), _out_size(padding, iw, fw, sw)
+    band = a.get("tile_window")   # kernels/_patch_tiles.py: one row band of a patch stage,
+    if band is not None:          # whose padding is the image's only at the image's edges
+        oh, ow = y.shape[1], y.shape[2]
     if tuple(y.shape) != (n, oh, ow, c):
         raise EerieError(f"{op.kind} (op {op.index}): output shape {list(y.shape)} does not match "
                          f"the pooling geometry (expected {[n, oh, ow, c]})")
     ph, pw = _pad_before(oh, ih, fh, sh), _pad_before(ow, iw, fw, sw)
+    if band is not None:   # the band's rows clip the windows where the image's do (needs())
+        ph, pw = band["pad_t"], band["pad_l"]
     # A window lying wholly in the padding has no element to pool; TFLM fails on it too.
     for o, size, f, s, p in ((oh, ih, fh, sh, ph), (ow, iw, fw, sw, pw)):
         for k in range(o):

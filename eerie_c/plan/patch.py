@@ -2,7 +2,8 @@
 
 A layer-by-layer schedule never needs less RAM than its largest set of live activations, and on
 image models that peak sits in the first, high-resolution layers. A *patch stage* runs a prefix
-of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1) tile by tile: the output of
+of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1, and in row bands pools,
+PAD and element-wise layers too: plan/patch_ops.py) tile by tile: the output of
 the prefix's last layer is cut into a grid of tiles, and for each tile every layer computes only
 the region of its output that the tile needs (its receptive field, halo included), into small
 per-layer patch buffers. Only the prefix's input and output exist at full size; the intermediates
@@ -21,12 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and padding, as the kernels use them
+from . import patch_ops   # pools, PAD and element-wise layers (row bands only)
+from .patch_ops import main_input, skip_input
 
 ALIGN = 16
 # CONV_2D_ADD (a convolution with its residual ADD fused, passes/fuse_conv_add.py) only in
 # row bands, whose layers run their own kernels (kernels/_patch_tiles.py); its skip input must
 # be an earlier layer's output in the stage, read at the layer's own output region
-KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
+CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
+KINDS = CONVS + patch_ops.KINDS
 MAX_GRID = 8        # tiles per axis the planner tries
 MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
@@ -54,17 +58,21 @@ class Layer:
 
     @property
     def macs_per_pixel(self) -> int:
+        if self.kind not in CONVS:   # pools, PAD, element-wise: no MACs
+            return 0
         per_tap = 1 if self.kind == "DEPTHWISE_CONV_2D" else self.in_c
         return self.out_c * self.kh * self.kw * per_tap
 
     def needs(self, region: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-        """The input region (clipped to the image) that this layer reads for `region`."""
+        """The input region (clipped to the image) that this layer reads for `region`: no
+        rows when `region` has none or lies wholly in a PAD's padding (which reads nothing)."""
         y0, x0, rows, cols = region
         ylo = max(0, y0 * self.sh - self.pad_t)
         yhi = min(self.in_h - 1, (y0 + rows - 1) * self.sh - self.pad_t + (self.kh - 1) * self.dh)
         xlo = max(0, x0 * self.sw - self.pad_l)
         xhi = min(self.in_w - 1, (x0 + cols - 1) * self.sw - self.pad_l + (self.kw - 1) * self.dw)
-        return ylo, xlo, yhi - ylo + 1, xhi - xlo + 1
+        nrows, ncols = (max(yhi - ylo + 1, 0) if rows > 0 else 0), (max(xhi - xlo + 1, 0) if cols > 0 else 0)
+        return min(ylo, self.in_h - 1), min(xlo, self.in_w - 1), nrows, ncols
 
 
 @dataclass
@@ -121,16 +129,15 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def main_input(op) -> str:
-    """The tensor op's window slides over (a CONV_2D_ADD's input 0 is its skip input)."""
-    return op.inputs[1] if op.kind == "CONV_2D_ADD" else op.inputs[0]
-
-
 def layer_of(op, g) -> Layer | None:
-    """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv or
-    depthwise over a batch-1 NHWC tensor, or a padding this module does not know)."""
+    """The geometry of op, or None if it cannot be in a patch stage (not an int8 conv,
+    depthwise, pool, PAD or unary element-wise op over a batch-1 NHWC tensor, or a padding
+    this module does not know)."""
     if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
         return None
+    if op.kind in patch_ops.KINDS:
+        args = patch_ops.layer_args(op, g, _out_size, _pad_before)
+        return None if args is None else Layer(*args)
     xi = 1 if op.kind == "CONV_2D_ADD" else 0
     if len(op.inputs) < xi + 2 or any(t is None for t in op.inputs[:xi + 2]):
         return None
@@ -171,12 +178,14 @@ def chain_prefix(g) -> tuple[list, list[Layer]]:
             break
         if ops:
             prev = ops[-1].outputs[0]
-            if main_input(op) != prev or prev in g.outputs:
+            if main_input(op, g, prev) != prev or prev in g.outputs:
                 break
-        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD":
-            break
-        if op.kind == "CONV_2D_ADD" and op.inputs[0] not in [o.outputs[0] for o in ops]:
-            break
+            skip = skip_input(op, prev)
+            if skip is not None and not g.t(skip).is_const and skip not in [o.outputs[0] for o in ops]:
+                break   # a skip input must be an earlier layer's output (not the stage input)
+        elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD" \
+                or main_input(op, g, op.inputs[0]) != op.inputs[0] or patch_ops.two_activations(op, g):
+            break   # (the stage input is the first op's input 0, and no skip can precede it)
         ops.append(op)
         layers.append(lay)
     return ops, layers
@@ -195,7 +204,8 @@ def skips_of(ops) -> list[int | None]:
     """Per op: the index of its skip input among the stage's tensors (input, then each op's
     output), or None."""
     tensors = [ops[0].inputs[0]] + [o.outputs[0] for o in ops]
-    return [tensors.index(o.inputs[0]) if o.kind == "CONV_2D_ADD" else None for o in ops]
+    skips = [skip_input(o, tensors[k]) for k, o in enumerate(ops)]
+    return [tensors.index(s) if s in tensors[1:] else None for s in skips]
 
 
 def _bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -214,6 +224,10 @@ def tile_regions(layers: list[Layer], grid: tuple[int, int], skips=None) -> list
     it as its skip input."""
     n, last = len(layers), layers[-1]
     skips = skips or [None] * n
+    # a stage with a pool, PAD or element-wise layer runs in row bands only, whose kernels read
+    # and write whole rows: in N x 1 grids its regions take every column, even one no window
+    # reads (a VALID pool's last column); conv-only stages keep their exact regions
+    whole = grid[1] == 1 and any(lay.kind not in CONVS for lay in layers)
     tiles = []
     for y0, rows in _bounds(last.out_h, grid[0]):
         for x0, cols in _bounds(last.out_w, grid[1]):
@@ -224,7 +238,7 @@ def tile_regions(layers: list[Layer], grid: tuple[int, int], skips=None) -> list
                 for m in range(k, n):
                     if skips[m] == k:
                         reg = _union(reg, regs[m])
-                regs[k - 1] = reg
+                regs[k - 1] = (reg[0], 0, reg[2], layers[k - 1].out_w) if whole else reg
             tiles.append(regs)
     return tiles
 
@@ -239,8 +253,10 @@ def make_plan(ops, layers: list[Layer], grid: tuple[int, int], kernel_scratch=No
     tiles = tile_regions(layers, grid, skips)
     sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c) for k in range(n - 1)]
     bands = grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w for t in tiles for r, lay in zip(t, layers))
-    if any(s is not None for s in skips) and not bands:
-        return None   # the per-tile C (kernels/_patch.py) has no fused ADD
+    if (any(s is not None for s in skips) or any(lay.kind not in CONVS[:2] for lay in layers)) and not bands:
+        return None   # the per-tile C (kernels/_patch.py) has convolutions only, no fused ADD
+    if any(r[2] < 1 for t in tiles for r in t):
+        return None   # a layer with no row to compute (a band in a PAD's padding): cached stages only
     inner = [_align(b) for b in (kernel_scratch or [0] * n)] if bands else [0] * n
     # at layer k buffer j (layer j's output) is live from j to its last reader (layer j+1, or
     # a later ADD reading it as its skip); even buffers start at 0, odd ones end at the

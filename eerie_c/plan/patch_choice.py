@@ -78,8 +78,11 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         else:
             cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
         if cands[0] is None:
-            raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid: its fused "
-                             f"ADD needs row bands (a grid N x 1)")
+            raise EerieError(f"a patch stage of {n} layers in a {grid[0]}x{grid[1]} grid: a fused ADD, "
+                             f"pool, PAD or element-wise layer needs row bands (a grid N x 1), each "
+                             f"with a row of every layer to compute (a band wholly in a PAD's "
+                             f"padding: cached halos only), and a skip input may not keep three "
+                             f"patch buffers live at once (a layer after the one reading it)")
         if adapt is not None:
             cands = [adapt(c) for c in cands]
     else:   # candidates() adapts them itself

@@ -29,21 +29,73 @@ from ..errors import CompilerBug
 STAGE = "PATCH_STAGE"
 
 
-def _geometry(op, g) -> dict:
-    """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
-    xi = 1 if op.kind == "CONV_2D_ADD" else 0   # input 0 of a fused ADD is its skip input
-    x, w, y = g.t(op.inputs[xi]), g.t(op.inputs[xi + 1]), g.t(op.outputs[0])
+# the ops a stage may hold; the layers without weights take their windows from their own
+# attributes: pools (filter, stride, SAME / VALID), PAD (a 1x1 window whose top / left padding
+# is the pad amounts, height and width only), unary element-wise ops (1x1, same shape)
+CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
+POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
+PADS = ("PAD", "PADV2")
+UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
+         "QUANTIZE", "ABS", "ELU", "RSQRT")
+# with a constant operand the same for every row and column, or with a skip input
+BINARY = ("ADD", "SUB", "MUL")
+
+
+def _main(op, g, prev) -> str:
+    """The tensor op's window slides over (prev: the previous layer's output); a binary op's
+    other operand must be a constant that does not vary over height or width (a row band
+    reads all of it) or another activation (its skip input, checked by _prove_chain)."""
+    if op.kind == "CONV_2D_ADD":   # input 0 is its skip input
+        return op.inputs[1]
+    if op.kind in BINARY:
+        consts = [t for t in op.inputs if g.t(t).is_const]
+        acts = [t for t in op.inputs if not g.t(t).is_const]
+        if len(op.inputs) == 2 and len(acts) == 2 and prev in acts:
+            return prev
+        cshape = list(g.t(consts[0]).shape) if len(consts) == 1 else [0] * 5
+        if len(op.inputs) != 2 or len(acts) != 1 or len(cshape) > 4 \
+                or any(d != 1 for d in ([1] * (4 - len(cshape)) + cshape)[:3]):
+            raise CompilerBug(f"{op.kind} op {op.index} in a patch stage: not one activation and one "
+                              f"constant the same for every pixel")
+        return acts[0]
+    return op.inputs[0]
+
+
+def _window(op, g) -> tuple:
+    """(kh, kw, sh, sw, dh, dw, SAME?) of a convolution or pool, from its attributes."""
     a = op.attrs
     sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
+    if op.kind in POOLS:
+        return (int(a.get("filter_height", 1)), int(a.get("filter_width", 1)), sh, sw, 1, 1,
+                a.get("padding") == "SAME")
+    w = g.t(op.inputs[2 if op.kind == "CONV_2D_ADD" else 1])
     dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
-    kh, kw = int(w.shape[1]), int(w.shape[2])
+    return int(w.shape[1]), int(w.shape[2]), sh, sw, dh, dw, a.get("padding") == "SAME"
+
+
+def _geometry(op, g, prev) -> dict:
+    """The op's own window geometry (TFLite's padding rule), computed here from scratch."""
+    x, y = g.t(_main(op, g, prev)), g.t(op.outputs[0])
+    geo = dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
+               out_w=y.shape[2], out_c=y.shape[3])
+    if op.kind in PADS:   # paddings [[n], [h], [w], [c]] x (before, after): only h and w may pad
+        p = [int(v) for v in np.asarray(g.t(op.inputs[1]).data).reshape(-1)]
+        if len(p) != 8 or p[0] or p[1] or p[6] or p[7] or min(p) < 0 \
+                or (y.shape[1], y.shape[2], y.shape[3]) != (x.shape[1] + p[2] + p[3], x.shape[2] + p[4] + p[5], x.shape[3]):
+            raise CompilerBug(f"PAD op {op.index} in a patch stage pads {p}, {list(x.shape)} -> {list(y.shape)}")
+        return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=p[2], pad_l=p[4])
+    if op.kind in UNARY + BINARY:
+        if tuple(x.shape) != tuple(y.shape):
+            raise CompilerBug(f"{op.kind} op {op.index} in a patch stage maps {list(x.shape)} to {list(y.shape)}")
+        return dict(geo, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_t=0, pad_l=0)
+    kh, kw, sh, sw, dh, dw, same = _window(op, g)
     pads = []
     for size, out, k, s, d in ((x.shape[1], y.shape[1], kh, sh, dh), (x.shape[2], y.shape[2], kw, sw, dw)):
         need = (out - 1) * s + (k - 1) * d + 1
-        pads.append(max(need - size, 0) // 2 if a.get("padding") == "SAME" else 0)
-    return dict(kind=op.kind, in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3], out_h=y.shape[1],
-                out_w=y.shape[2], out_c=y.shape[3], kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw,
-                pad_t=pads[0], pad_l=pads[1])
+        pads.append(max(need - size, 0) // 2 if same else 0)
+    if op.kind in POOLS and x.shape[3] != y.shape[3]:
+        raise CompilerBug(f"{op.kind} op {op.index} in a patch stage changes the channels")
+    return dict(geo, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pad_t=pads[0], pad_l=pads[1])
 
 
 def _touched(lo: int, n: int, stride: int, pad: int, k: int, d: int, size: int) -> tuple[int, int]:
@@ -62,22 +114,27 @@ def _prove_chain(g, op, stage, where: str) -> list[dict]:
                           f"layers go from {tensors[0]} to {tensors[-1]}")
     geo = []
     for k, sop in enumerate(ops):
-        main = sop.inputs[1] if sop.kind == "CONV_2D_ADD" else sop.inputs[0]
-        if sop.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD") \
-                or list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
+        if sop.kind not in CONVS + POOLS + PADS + UNARY + BINARY:
+            raise CompilerBug(f"{where}: layer {k} is a {sop.kind} (op {sop.index}), which no stage runs")
+        main = _main(sop, g, tensors[k])
+        if list(sop.outputs) != [tensors[k + 1]] or main != tensors[k]:
             raise CompilerBug(f"{where}: layer {k} ({sop.kind} op {sop.index}) does not read "
                               f"{tensors[k]} and write {tensors[k + 1]}")
-        skip = None
-        if sop.kind == "CONV_2D_ADD":   # its skip: an earlier layer's output, in a patch buffer
-            if sop.inputs[0] not in tensors[1:k + 1]:
-                raise CompilerBug(f"{where}: layer {k}'s skip input {sop.inputs[0]} is no earlier "
+        skip = other = None
+        if sop.kind == "CONV_2D_ADD":
+            other = sop.inputs[0]
+        elif sop.kind in BINARY and not any(g.t(t).is_const for t in sop.inputs):
+            other = next(t for t in sop.inputs if t != main) if sop.inputs[0] != sop.inputs[1] else main
+        if other is not None:   # its skip: an earlier layer's output, in a patch buffer
+            if other not in tensors[1:k + 1] or (sop.kind in BINARY and other == main):
+                raise CompilerBug(f"{where}: layer {k}'s skip input {other} is no earlier "
                                   f"layer's output in the stage")
-            skip = tensors.index(sop.inputs[0])
-            if g.t(sop.inputs[0]).shape != g.t(tensors[k + 1]).shape:
+            skip = tensors.index(other)
+            if g.t(other).shape != g.t(tensors[k + 1]).shape:
                 raise CompilerBug(f"{where}: layer {k}'s skip input is not of its output's shape")
         if any(g.t(t).dtype != "int8" or g.t(t).shape[0] != 1 for t in (tensors[k], tensors[k + 1])):
             raise CompilerBug(f"{where}: layer {k} is not int8 over one batch")
-        gk = _geometry(sop, g)
+        gk = _geometry(sop, g, tensors[k])
         if sop.kind == "DEPTHWISE_CONV_2D" and gk["in_c"] != gk["out_c"]:
             raise CompilerBug(f"{where}: layer {k} is a depthwise with a depth multiplier")
         mine = {f: getattr(stage.layers[k], f) for f in gk}
@@ -106,6 +163,9 @@ def _prove_tiles(stage, geo: list[dict], block: int, where: str) -> None:
     last = geo[-1]
     cover = np.zeros((last["out_h"], last["out_w"]), np.int32)
     ks = getattr(stage, "kernel_scratch", None)
+    if ks is None and any(gk["kind"] not in CONVS[:2] for gk in geo):
+        raise CompilerBug(f"{where}: a stage with a {next(gk['kind'] for gk in geo if gk['kind'] not in CONVS[:2])} "
+                          f"runs only in row bands (the per-tile C has convolutions only)")
     if ks is not None:
         if len(ks) != n:
             raise CompilerBug(f"{where}: kernel scratch for {len(ks)} layers, the stage has {n}")
@@ -219,7 +279,7 @@ def prove_shift(g, op, in_offset: int, out_offset: int) -> None:
     each tile's first layer must read only input bytes no earlier tile overwrote (a tile reads
     all its input before it writes its output). Geometry re-derived from the first and last ops."""
     stage = op.attrs["patch"]
-    first, last = _geometry(stage.ops[0], g), _geometry(stage.ops[-1], g)
+    first, last = _geometry(stage.ops[0], g, stage.tensors[0]), _geometry(stage.ops[-1], g, stage.tensors[-2])
     n_in = first["in_h"] * first["in_w"] * first["in_c"]
     row_in, row_out = first["in_w"] * first["in_c"], last["out_w"] * last["out_c"]
     clobbered = np.zeros(n_in, bool)

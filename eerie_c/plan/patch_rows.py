@@ -58,7 +58,8 @@ def row_spans(stage: PatchPlan) -> list[tuple[int, int]]:
     for r in range(gy):
         lo = hi = None
         for regs in stage.tiles[r * gx:(r + 1) * gx]:
-            if regs[0][2] == 0:   # cached halos: the band computes no row of the first layer
+            if regs[0][2] == 0 or first.needs(regs[0])[2] == 0:   # cached halos: the band computes
+                # no row of the first layer, or only rows of a PAD's padding (reading none)
                 prev = spans[-1][1] if spans else 0
                 lo, hi = (prev, prev) if lo is None else (lo, hi)
                 continue
