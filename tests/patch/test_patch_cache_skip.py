@@ -3,8 +3,9 @@ layer's buffer keeps every row until both of its readers (the next layer's windo
 skip read, at the ADD's own output rows) are done with it, and the band table gives the ADD the
 byte of its skip rows. Bit-exact with TFLM on the host (ResNet's first block, a skip from three
 layers back, y = x + conv(x), two ADDs in one stage, random chains of ADDs and dilated layers,
-rows pushed in bands, the output over the input) and in QEMU on the M4 and the M55 (ResNet as
-the planner picks it, synthetic residual chains); the band-loop proof
+binary ADD / SUB / MUL ops with a skip operand, rows pushed in bands, the output over the
+input) and in QEMU on the M4 and the M55 (ResNet as the planner picks it, synthetic residual
+chains, a SUB of two layers); the band-loop proof
 (plan/patch_cache_proof.py) rejects a wrong skip offset, a skip buffer keeping one row too few,
 a skip buffer over another buffer and a layer writing over rows it reads."""
 import dataclasses
@@ -81,6 +82,19 @@ def test_random_chains_have_adds():
     assert sum(bool(adds) and d for (_, _, adds, _), d in zip(chains, dilated)) >= 4
 
 
+# binary ops whose other operand is an earlier layer's output (test_patch_stage_ops.py's chains):
+# cached, a layer may follow them in the stage (a recomputing stage would keep three buffers live)
+BINARY = [("SKIP_ADD", (3, (3, 1))), ("SKIP_ADD", (4, (5, 1))), ("SKIP_ADD", (4, (15, 1))),
+          ("SWISH", (4, (4, 1))), ("SWISH", (3, (14, 1))), ("SKIP_SUB", (5, (5, 1))), ("SKIP_SUB", (4, (13, 1)))]
+
+
+@pytest.mark.parametrize("name, patch", BINARY, ids=[f"{n}-{p[0]}-{p[1][0]}" for n, p in BINARY])
+def test_binary_skip_ops_cached_bit_exact_on_host(tmp_path, name, patch):
+    import test_patch_stage_ops as ops
+    rep = ops._check(tmp_path, getattr(ops, name), (*patch, "cached"))
+    assert rep["patches"]["chosen"]["extra_macs"] == 0
+
+
 def test_skip_of_its_own_window_input_recomputed_bands(tmp_path):
     """y = x + conv(x) in a recomputing row-band stage: the band kernel's skip (x at the band's
     output rows) and window input (x at the rows its windows touch) have different shapes."""
@@ -138,11 +152,14 @@ def _set(table, b, k, value):
     return tuple(tuple(r) for r in rows)
 
 
-@pytest.mark.parametrize("name", ["deep", "resnet"])
+@pytest.mark.parametrize("name", ["deep", "resnet", "SKIP_SUB"])
 def test_proof_rejects_a_wrong_skip_offset(tmp_path, models_dir, name):
     if name == "resnet":
         res = compile_model(models_dir / RESNET, out_dir=tmp_path / "o", patch=(3, (6, 1), "cached"))
         scratch = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
+    elif name == "SKIP_SUB":   # a binary op's skip operand
+        import test_patch_stage_ops as ops
+        res, scratch = ops._stage_of(tmp_path, ops.SKIP_SUB, (5, (5, 1), "cached"))
     else:
         res, scratch = _compiled(tmp_path)
     st = res.graph.ops[0].attrs["patch"]
@@ -211,6 +228,12 @@ def test_resnet_auto_picks_cached_skip_on_board(board_tools, models_dir, board):
     np.testing.assert_array_equal(got[0], tflm_run(models_dir / RESNET, [x])[0])
     ch = rep["patches"]["chosen"]
     assert ch["layers"] == 3 and ch["halo"] == "cached" and ch["extra_macs"] == 0
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+def test_binary_skip_op_cached_on_board(board_tools, tmp_path, board):
+    import test_patch_stage_ops as ops
+    ops._check(tmp_path, ops.SKIP_SUB, (5, (5, 1), "cached"), board=board)
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
