@@ -24,7 +24,8 @@ stage:
     goes after them.
 
 A fused residual ADD (CONV_2D_ADD, layer m reading layer j's output as its skip at its own
-output rows) makes buffer j a buffer with two readers: layer j + 1's windows and layer m's skip
+output rows; an ADD / SUB / MUL of two layers alike, plan/patch_ops.py) makes buffer j a
+buffer with two readers: layer j + 1's windows and layer m's skip
 read. It keeps rows from the first row either still needs; it never shares bytes (it is live
 from layer j to layer m within a step); layer m computes no row whose skip row layer j has not
 computed; and the table gives layer m, per step, the byte in buffer j where its skip rows start.
