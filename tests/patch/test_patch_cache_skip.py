@@ -244,3 +244,11 @@ def test_residual_chain_cached_on_board(board_tools, tmp_path, board, name, n, s
     got, rep = eerie_run(model, [x], tmp_path, board=board, patch=(n, (steps, 1), "cached"))
     assert rep["patches"]["chosen"]["halo"] == "cached"
     np.testing.assert_array_equal(got[0], tflm_run(model, [x])[0])
+
+
+def test_picture_names_the_skip_buffer(models_dir, tmp_path):
+    """The memory-plan picture's stage parts say which buffer a later layer reads as its skip."""
+    import json
+    res = compile_model(models_dir / RESNET, out_dir=tmp_path / "o", patch=(3, (8, 1), "cached"))
+    text = json.dumps(res.report["memory_plan"], default=str)
+    assert "layer 0: keeps 2 rows, skip of layer 2" in text and "layer 1: keeps 2 rows\"" in text
