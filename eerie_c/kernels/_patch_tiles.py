@@ -29,9 +29,10 @@ class _BandGraph:
     """The graph as one band's kernel sees it: the layer's input and output tensors cut to
     the band's rows; everything else (weights, quantization) the graph's own."""
 
-    def __init__(self, g, shapes: dict[str, tuple]):
+    def __init__(self, g, shapes: dict[str, tuple], aliases: dict[str, str] | None = None):
         self._g = g
-        self._t = {tid: dataclasses.replace(g.t(tid), shape=shape) for tid, shape in shapes.items()}
+        self._t = {tid: dataclasses.replace(g.t((aliases or {}).get(tid, tid)), id=tid, shape=shape)
+                   for tid, shape in shapes.items()}
 
     def t(self, tid):
         return self._t.get(tid) or self._g.t(tid)
@@ -72,16 +73,20 @@ def _lower_band(sop, lay, g, ctx, nin: int, pad_t: int, rows: int, low: bool = F
     attrs = {**sop.attrs, "tile_window": {"pad_t": pad_t, "pad_l": lay.pad_l}}
     if low:
         attrs["low_scratch"] = True
-    band = Op(sop.kind, list(sop.inputs), list(sop.outputs), attrs,
-              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    inputs = list(sop.inputs)
     out = (1, rows, lay.out_w, lay.out_c)
     shapes = {x: (1, nin, lay.in_w, lay.in_c), y: out}
-    want = _operands(sop, x, skip)
+    want, aliases = _operands(sop, x, skip), {}
+    if sop.kind == "CONV_2D_ADD" and skip == x:   # y = x + conv(x): the skip is x's rows at
+        aliases[x + "#skip"] = x   # the band's output rows, another shape than its window's
+        skip = want[0] = inputs[0] = x + "#skip"   # rows: a name of its own (input 0)
     if skip is not None:   # the skip input's rows are the output's
         shapes[skip] = out
     if sop.kind == "CONV_2D_ADD":   # and the convolution's own output's
         shapes[sop.attrs["conv_output"]] = out
-    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes), ctx)
+    band = Op(sop.kind, inputs, list(sop.outputs), attrs,
+              name=sop.name, index=sop.index, subgraph=sop.subgraph)
+    low = REGISTRY[sop.kind].lower(band, _BandGraph(g, shapes, aliases), ctx)
     if low.inputs != want or low.outputs != [y] or low.control or low.updates:
         raise CompilerBug(f"patch stage: {sop.kind} op {sop.index}'s kernel over a band reads "
                           f"{low.inputs}, writes {low.outputs}")
@@ -147,7 +152,9 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                 src_row0 = 0 if k == 0 else cache.first_rows[b][k - 1]
                 dst_row0 = cache.first_rows[b][k] if k < n - 1 else 0
             skip = 0
-            if skips[k] is not None:   # the skip's rows of this band in its patch buffer
+            if skips[k] is not None and cache is not None:   # where the plan kept them
+                skip = cache.skip_offsets[b][k]
+            elif skips[k] is not None:   # the skip's rows of this band in its patch buffer
                 skip = (region[0] - regions[skips[k] - 1][0]) * lay.out_w * lay.out_c
             out_off = region[0] * lay.out_w * lay.out_c if k == n - 1 else \
                 (region[0] - dst_row0) * lay.out_w * lay.out_c if cache is not None else 0
@@ -193,9 +200,10 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
         if skips[k] is not None:   # a fused ADD or a binary op: the skip input's pointer
             x, skip = _reads(stage, k)
             order = _operands(stage.ops[k], x, skip)
-            lines.append(f"        const int8_t *const in{order.index(skip)} = (const int8_t *)(stage_scratch + "
+            si = order.index(skip)   # y = x + conv(x): x is both, the skip first
+            lines.append(f"        const int8_t *const in{si} = (const int8_t *)(stage_scratch + "
                          f"{stage.buf_offsets[skips[k] - 1]}) + r[{width * k + 3}];   /* the skip's rows */")
-            xin = f"in{order.index(x)}"
+            xin = f"in{next(i for i, t in enumerate(order) if t == x and i != si)}"
         off = f"r[{width * k + 1}]"
         if k == 0 and rows is not None:   # offset first: no pointer before the ring's start
             src, off = "stage_in", f"(r[1] - base_row * {first.in_w * first.in_c})"

@@ -99,8 +99,11 @@ def _tile_loop(st) -> dict:
             parts.append({"label": f"layer {k} tile", "offset": off, "size": size})
         else:   # plan/patch_cache.py: a buffer keeps its halo rows between steps, or none
             kept = cache.kept_rows[k]
-            parts.append({"label": f"layer {k}: keeps {kept} row{'s' if kept > 1 else ''}" if kept else f"layer {k}: per step",
-                          "offset": off, "size": size})
+            label = f"layer {k}: keeps {kept} row{'s' if kept > 1 else ''}" if kept else f"layer {k}: per step"
+            readers = [m for m, s in enumerate(st.skips or []) if s == k + 1]
+            if readers:   # a skip buffer: bytes of its own, read again by a later layer
+                label += f", skip of layer {', '.join(map(str, readers))}"
+            parts.append({"label": label, "offset": off, "size": size})
     if cache is not None and st.kernel_scratch:
         off, size = max(st.kernel_scratch, key=lambda t: t[1])
         if size:

@@ -23,10 +23,23 @@ stage:
     and those share two slots by parity; the layers' kernel scratch (one kernel runs at a time)
     goes after them.
 
+A fused residual ADD (CONV_2D_ADD, layer m reading layer j's output as its skip at its own
+output rows; an ADD / SUB / MUL of two layers alike, plan/patch_ops.py) makes buffer j a
+buffer with two readers: layer j + 1's windows and layer m's skip
+read. It keeps rows from the first row either still needs; it never shares bytes (it is live
+from layer j to layer m within a step); layer m computes no row whose skip row layer j has not
+computed; and the table gives layer m, per step, the byte in buffer j where its skip rows start.
+
+A dilated window (dh > 1) reads kh rows dh apart, not a contiguous block; but every row the
+current and later windows of layer k + 1 read lies at or below the first tap of its current
+window (windows only move down), so the same rule holds: buffer k keeps the rows from that
+first tap on, the rows between the taps with them (the buffer's slots are contiguous rows; a
+later window reads them when sh is not a multiple of dh), and layer k + 1 computes a row once
+its window's last tap, (kh - 1) dh rows below the first, is in.
+
 The extra MACs are 0 (or fewer MACs than layer by layer, when a VALID window never reads a
-row); what is paid instead is the moves and each step's calls. A fused ADD
-(its skip buffer would have to keep rows too) and dilated windows are left to the recomputing
-stage. plan/patch_cache_proof.py simulates the steps row by row, independently.
+row); what is paid instead is the moves and each step's calls. plan/patch_cache_proof.py
+simulates the steps row by row, independently.
 """
 from __future__ import annotations
 
@@ -44,13 +57,16 @@ class CachedBands:
     kept_rows: tuple           # per layer k < n-1: the most rows it keeps from one band to the next
     steps: int = 0             # the steps make_cached_plan was asked for (the first layer's rows
                                # split so; the bands are these and the later layers' last steps)
+    skip_offsets: tuple = ()   # per band, per layer: the byte of its skip buffer where a fused
+                               # ADD's skip rows for the band start (0: no ADD or no row)
 
     def moved_bytes(self) -> int:
         return sum(b for band in self.moves for _, b in band)
 
 
 def _reads(lay: Layer, y0: int, rows: int) -> tuple[int, int]:
-    """(first, last) input row the windows of output rows y0..y0+rows-1 touch (clipped)."""
+    """(first, last) input row the windows of output rows y0..y0+rows-1 touch (clipped; with
+    dilation the first and last taps, rows between them included)."""
     ylo = max(0, y0 * lay.sh - lay.pad_t)
     yhi = min(lay.in_h - 1, (y0 + rows - 1) * lay.sh - lay.pad_t + (lay.kh - 1) * lay.dh)
     return ylo, yhi
@@ -69,15 +85,18 @@ def _ready(lay: Layer, have: int) -> int:
 
 def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
     """A stage with cached halos whose first layer's rows are split over `bands` steps (the
-    plan's grid is (all its steps, 1)), or None when it cannot run so (a fused ADD, a dilated
-    window, fewer first-layer rows than steps). kernel_scratch: per layer, its kernels' scratch."""
+    plan's grid is (all its steps, 1)), or None when it cannot run so (fewer first-layer rows
+    than steps, a skip from the stage input). kernel_scratch: per layer, its kernels' scratch."""
     n = len(layers)
-    if any(s is not None for s in skips_of(ops)) or any(lay.dh != 1 or lay.dw != 1 for lay in layers):
+    skips = skips_of(ops)
+    # per layer: the buffer it reads as a fused ADD's skip (tensor i is buffer i - 1), or None
+    skip_buf = [None if s is None else s - 1 for s in skips]
+    if -1 in skip_buf:   # a skip from the stage input: not kept here (chain_prefix has none)
         return None
     if not 2 <= bands <= layers[0].out_h:
         return None
     done = [-1] * n            # per layer: the last output row computed so far
-    tiles, firsts, moves = [], [], []
+    tiles, firsts, moves, skip_offs = [], [], [], []
     held = [None] * (n - 1)    # per buffer: (first image row, last image row) it holds
     rows_max = [0] * (n - 1)
     kept_max = [0] * (n - 1)
@@ -98,6 +117,8 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
         hi = [done[0] + rows0] + [0] * (n - 1)
         for k in range(1, n):
             hi[k] = min(_ready(layers[k], hi[k - 1]), done[k] + caps[k])
+            if skip_buf[k] is not None:   # its skip rows computed (this step, or before)
+                hi[k] = min(hi[k], hi[skip_buf[k]])
         if len(tiles) > 4 * layers[0].out_h + 4 * n:
             raise AssertionError("patch_cache: the steps do not finish the stage")
         regions, first, move = [], [], []
@@ -109,6 +130,9 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
             # (or, computing nothing now, for its next row)
             y = regions[k + 1][0]
             need_lo = min(_reads(layers[k + 1], y, 1)[0], done[k] + 1) if y < layers[k + 1].out_h else done[k] + 1
+            for m in range(k + 1, n):   # a later fused ADD reads it as its skip, at its own rows
+                if skip_buf[m] == k and regions[m][0] < layers[m].out_h:
+                    need_lo = min(need_lo, regions[m][0], done[k] + 1)
             if regions[k][2] > 0:   # its new rows go in, even one layer k+1 will skip
                 need_lo = min(need_lo, regions[k][0])
             row_b = layers[k].out_w * layers[k].out_c
@@ -122,14 +146,20 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
             first.append(need_lo)
             held[k] = (need_lo, done[k])
             rows_max[k] = max(rows_max[k], done[k] - need_lo + 1)
+        # a fused ADD's skip rows (its own output rows) in its skip buffer, whose first row
+        # this band is first[j]
+        skip_offs.append(tuple(0 if j is None or regions[m][2] == 0 else
+                               (regions[m][0] - first[j]) * layers[j].out_w * layers[j].out_c
+                               for m, j in enumerate(skip_buf)))
         tiles.append(regions)
         firsts.append(tuple(first))
         moves.append(tuple(move))
     sizes = [_align(rows_max[k] * layers[k].out_w * layers[k].out_c) for k in range(n - 1)]
     # a buffer that never keeps a row (a 1x1 layer reads it) lives only from its layer to the
     # next within a step: those share two slots by parity (k and k+1 are live together);
-    # the others keep rows through the whole stage and get bytes of their own
-    transient = [kept_max[k] == 0 for k in range(n - 1)]
+    # the others keep rows through the whole stage and get bytes of their own, and so does a
+    # fused ADD's skip buffer (live from its layer to the ADD's within a step)
+    transient = [kept_max[k] == 0 and k not in skip_buf for k in range(n - 1)]
     offsets, at = [0] * (n - 1), 0
     for k in range(n - 1):
         if not transient[k]:
@@ -146,9 +176,9 @@ def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) 
     macs = sum(lay.out_h * lay.out_w * lay.macs_per_pixel for lay in layers)
     patched = sum(t[k][2] * t[k][3] * layers[k].macs_per_pixel for t in tiles for k in range(n))
     tensors = [ops[0].inputs[0]] + [op.outputs[0] for op in ops]
-    cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max), bands)
+    cache = CachedBands(tuple(firsts), tuple(moves), tuple(kept_max), bands, tuple(skip_offs))
     return PatchPlan(list(ops), list(layers), tensors, (len(tiles), 1), tiles, offsets, sizes, total, macs,
-                     patched, shift=out_shift(layers, tiles), kernel_scratch=ks, skips=[None] * n,
+                     patched, shift=out_shift(layers, tiles), kernel_scratch=ks, skips=skips,
                      cache=cache)
 
 

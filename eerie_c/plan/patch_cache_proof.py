@@ -13,8 +13,12 @@ with which output row of its layer each row slot of each patch buffer holds:
   * every input row a layer's windows touch (re-derived here, clipped to the image) sits in the
     previous layer's buffer at slot (row - that buffer's first row for the band), written by
     an earlier band or this one and neither overwritten nor moved away since;
-  * a layer writes its new rows inside its buffer, and computes each of its output rows at
-    most once (no halo is recomputed), the last layer each stage output row exactly once.
+  * a fused ADD (CONV_2D_ADD) reads its skip at its own output rows: each of them sits in the
+    skip layer's buffer at the slot the band table's skip byte gives (whole rows, inside the
+    buffer), written by the skip layer and neither overwritten nor moved away since;
+  * a layer writes its new rows inside its buffer, over none of the bytes it reads (its input
+    rows, its skip rows) nor its kernel scratch, and computes each of its output rows at most
+    once (no halo is recomputed), the last layer each stage output row exactly once.
 """
 from __future__ import annotations
 
@@ -23,10 +27,10 @@ import numpy as np
 from ..errors import CompilerBug
 
 
-def _touched(lo: int, n: int, stride: int, pad: int, k: int, d: int, size: int) -> tuple[int, int]:
-    idx = [o * stride - pad + t * d for o in range(lo, lo + n) for t in range(k)]
-    idx = [i for i in idx if 0 <= i < size]
-    return (min(idx), max(idx)) if idx else (0, -1)
+def _taps(lo: int, n: int, stride: int, pad: int, k: int, d: int, size: int) -> list[int]:
+    """The input rows the windows of output rows lo..lo+n-1 read (with dilation d not a
+    contiguous range for one row), clipped to [0, size): padding taps read no memory."""
+    return sorted({i for o in range(lo, lo + n) for t in range(k) if 0 <= (i := o * stride - pad + t * d) < size})
 
 
 def _prove_layout(stage, geo, block: int, where: str) -> list[int]:
@@ -67,10 +71,21 @@ class _Block:
         return self.off[k] + first * self.row[k], self.off[k] + (first + count) * self.row[k]
 
 
+def _read(slots, caps, j: int, slot: int, y: int, what: str) -> tuple[int, int]:
+    """(j, slot) after checking that slot `slot` of patch buffer j holds output row y of layer j."""
+    have = slots[j][slot] if 0 <= slot < caps[j] else "nothing (outside the buffer)"
+    if have != y:
+        raise CompilerBug(f"{what} of layer {j}'s output at slot {slot} of patch buffer {j}, which "
+                          f"holds {have} (a kept row lost, overwritten or moved wrong)")
+    return j, slot
+
+
 def prove_cached(stage, geo: list[dict], block: int, where: str) -> dict:
     n, c = len(geo), stage.cache
-    if len(c.first_rows) != len(stage.tiles) or len(c.moves) != len(stage.tiles):
-        raise CompilerBug(f"{where}: cached halos for {len(c.first_rows)} bands, the stage has {len(stage.tiles)}")
+    if len(c.first_rows) != len(stage.tiles) or len(c.moves) != len(stage.tiles) \
+            or len(c.skip_offsets) != len(stage.tiles) or any(len(s) != n for s in c.skip_offsets):
+        raise CompilerBug(f"{where}: cached halos for {len(c.first_rows)} bands (skip offsets for "
+                          f"{len(c.skip_offsets)}), the stage has {len(stage.tiles)} of {n} layers")
     caps = _prove_layout(stage, geo, block, where)
     mem = _Block(stage, geo, caps)
     slots = mem.slots
@@ -99,16 +114,19 @@ def prove_cached(stage, geo: list[dict], block: int, where: str) -> dict:
             so, sn = (int(v) for v in ks[k])
             if sn:   # the kernel's scratch: whatever it overlaps is gone (its input too)
                 mem.wipe(so, so + sn)
+            reads = []   # (buffer, slot) of every row the kernel reads
             if k > 0:
-                ylo, yhi = _touched(y0, rows, gk["sh"], gk["pad_t"], gk["kh"], gk["dh"], gk["in_h"])
                 base = int(c.first_rows[b][k - 1])
-                for y in range(ylo, yhi + 1):
-                    slot = y - base
-                    have = slots[k - 1][slot] if 0 <= slot < caps[k - 1] else "nothing (outside the buffer)"
-                    if have != y:
-                        raise CompilerBug(f"{tag}: reads row {y} of layer {k - 1}'s output at slot {slot} of "
-                                          f"patch buffer {k - 1}, which holds {have} (a kept row lost, "
-                                          f"overwritten or moved wrong)")
+                for y in _taps(y0, rows, gk["sh"], gk["pad_t"], gk["kh"], gk["dh"], gk["in_h"]):
+                    reads.append(_read(slots, caps, k - 1, y - base, y, f"{tag}: reads row {y}"))
+            if gk["skip"] is not None:   # the ADD's skip: rows y0.. of layer j at the table's byte
+                j, off = gk["skip"] - 1, int(c.skip_offsets[b][k])
+                if off % mem.row[j]:   # a negative one: _read finds it outside the buffer
+                    raise CompilerBug(f"{tag}: its skip rows start at byte {off} of patch buffer {j}, "
+                                      f"not a whole row of {mem.row[j]} B")
+                for i in range(rows):
+                    reads.append(_read(slots, caps, j, off // mem.row[j] + i, y0 + i,
+                                       f"{tag}: its fused ADD reads skip row {y0 + i}"))
             made[k][y0:y0 + rows] += 1
             if k < n - 1:
                 first = int(c.first_rows[b][k])
@@ -119,6 +137,11 @@ def prove_cached(stage, geo: list[dict], block: int, where: str) -> dict:
                 if sn and so < hi and lo < so + sn:
                     raise CompilerBug(f"{tag}: its kernel scratch [{so}, {so + sn}) overlaps the rows it "
                                       f"writes [{lo}, {hi})")
+                for j, slot in reads:   # the kernel reads these while it writes
+                    rlo, rhi = mem.bytes_of(j, slot, 1)
+                    if rlo < hi and lo < rhi:
+                        raise CompilerBug(f"{tag}: writes [{lo}, {hi}) over row {slots[j][slot]} of "
+                                          f"patch buffer {j}, which it reads")
                 mem.wipe(lo, hi, keep=k)
                 slots[k][y0 - first:y0 - first + rows] = range(y0, y0 + rows)
     for k, m in enumerate(made):

@@ -74,7 +74,7 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
             cands = [make_cached_plan(ops[:n], layers[:n], grid[0], ks[:n]) if grid[1] == 1 else None]
             if cands[0] is None:
                 raise EerieError(f"a patch stage of {n} layers with cached halos in {grid[0]}x{grid[1]}: "
-                                 f"needs row bands (N x 1), no fused ADD, no dilation")
+                                 f"needs row bands (N x 1)")
         else:
             cands = [make_plan(ops[:n], layers[:n], tuple(grid), ks[:n])]
         if cands[0] is None:

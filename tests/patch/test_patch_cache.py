@@ -2,8 +2,8 @@
 once, the rows the next band reads again kept in the layer's buffer and moved to its top.
 Bit-exact with TFLM on the host (stride 2, odd heights, SAME and VALID padding, the whole
 image and rows pushed in bands) and in QEMU on the M4 and the M55 (vww_96_int8 and the person
-detector with row-band input, where the planner picks them); dilation is refused to the
-recomputing path; the band-loop proof (plan/patch_cache_proof.py) rejects a wrong kept-row
+detector with row-band input, where the planner picks them); dilated windows and fused ADDs:
+test_patch_cache_dilation.py and test_patch_cache_skip.py; the band-loop proof (plan/patch_cache_proof.py) rejects a wrong kept-row
 count, a move that overwrites a kept row, a buffer over another one and a kernel scratch over
 a kept row. With the input in the arena a cached stage's output goes over the input rows it
 has consumed (the person detector's whole-image arena under half, in QEMU), and the proof
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from conftest import eerie_run, random_inputs, tflm_run
-from patch_models import MOBILENET, MOBILENET_V1_025, ODD, PERSON_DETECT_INPUT, chain_model
+from patch_models import MOBILENET, MOBILENET_V1_025, PERSON_DETECT_INPUT, chain_model
 from test_patch_rows_bands import _build_and_push
 
 from eerie_c.api import compile_model
-from eerie_c.errors import CompilerBug, EerieError
+from eerie_c.errors import CompilerBug
 from eerie_c.plan.patch_proof import prove_patches
 
 # VALID padding, a 5x5 stride-2 depthwise, RELU6 and per-tensor weights, no dilation
@@ -40,15 +40,6 @@ def test_cached_stage_bit_exact_on_host(tmp_path, layers, shape, n, steps):
     ch = rep["patches"]["chosen"]
     assert ch["halo"] == "cached" and ch["extra_macs"] <= 0   # < 0: rows no later layer reads
     np.testing.assert_array_equal(got[0], tflm_run(model, [x])[0])
-
-
-def test_dilation_is_refused_to_the_recomputing_path(tmp_path):
-    p = tmp_path / "odd.tflite"
-    p.write_bytes(chain_model((1, 21, 19, 3), ODD, seed=2))
-    with pytest.raises(EerieError, match="cached halos"):
-        compile_model(p, out_dir=tmp_path / "o", patch=(3, (4, 1), "cached"))
-    out = compile_model(p, out_dir=tmp_path / "o2", patch=(3, (4, 1)))   # recomputed halos
-    assert out.graph.ops[0].attrs["patch"].cache is None
 
 
 @pytest.mark.parametrize("bands", ["1", "2, 5, 1, 3"])

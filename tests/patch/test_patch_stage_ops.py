@@ -67,8 +67,10 @@ def skip_op(kind, index, first=False, act="NONE"):
 
 
 # binary ops whose other operand is an earlier layer's output (read from its patch buffer, like a
-# fused ADD's skip; recomputed row bands only, as the last layer of the stage: a layer after it
-# would keep three buffers live): a residual over a depthwise, x * sigmoid(x) (swish), a SUB
+# fused ADD's skip; in recomputed row bands as the last layer of the stage (a layer after it
+# would keep three buffers live), with cached halos anywhere in the stage, the skip buffer
+# keeping its rows: tests/patch/test_patch_cache_skip.py): a residual over a depthwise,
+# x * sigmoid(x) (swish), a SUB
 SKIP_ADD = ([conv(6, act="NONE"), dw(act="NONE"), skip_op("ADD", 1, act="RELU"), conv(4)], (1, 15, 11, 3))
 SWISH = ([conv(6, act="NONE"), unary("LOGISTIC"), skip_op("MUL", 1, True), dw()], (1, 14, 9, 3))
 SKIP_SUB = ([conv(4), pool("maxpool", (2, 2), (1, 1), "SAME"), conv(4, (1, 1)), skip_op("SUB", 2), conv(5)],
