@@ -10,6 +10,32 @@ def out_size(padding, size, k, stride, dil):
     return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
 
 
+def conv_layer(mb, rng, x, in_shape, scale, spec):
+    """One CONV_2D / DEPTHWISE_CONV_2D (spec: chain_model's layer tuple) with random weights
+    and bias reading x (in_shape n, h, w, c at `scale`): (y, oh, ow, out_c, y's scale)."""
+    kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel = spec
+    n, h, w, c = in_shape
+    oc = out_c if kind == "conv" else c
+    taps = kh * kw * (c if kind == "conv" else 1)
+    wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
+    wscale = rng.uniform(0.005, 0.015, oc) if per_channel else [0.01]
+    wt = mb.const(rng.integers(-127, 128, wshape), "int8", scale=wscale,
+                  zero_point=[0] * len(wscale), axis=0 if kind == "conv" else 3)
+    bscale = scale * np.asarray(wscale, np.float32)
+    b = mb.const(rng.integers(-3000, 3000, oc), "int32", scale=bscale,
+                 zero_point=[0] * len(bscale), axis=0)
+    oh, ow = out_size(padding, h, kh, sh, dh), out_size(padding, w, kw, sw, dw)
+    out_scale = scale * 0.75 * np.sqrt(taps)
+    y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=3)
+    opts = dict(padding=PAD[padding], strideH=sh, strideW=sw, dilationHFactor=dh,
+                dilationWFactor=dw, fusedActivationFunction=ACT[act])
+    if kind == "conv":
+        mb.op("CONV_2D", [x, wt, b], [y], "Conv2DOptions", **opts)
+    else:
+        mb.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], "DepthwiseConv2DOptions", depthMultiplier=1, **opts)
+    return y, oh, ow, oc, out_scale
+
+
 def chain_model(in_shape, layers, seed=0, tail=None):
     """layers: (kind "conv" / "dw", out_c (conv), (kh, kw), (sh, sw), padding, (dh, dw), act,
     per_channel), or a kind of OTHER (other_layer: out_c is then the PAD's ((top, bottom),
@@ -30,25 +56,8 @@ def chain_model(in_shape, layers, seed=0, tail=None):
                                             (sh, sw), padding, act)
             outs.append(x)
             continue
-        oc = out_c if kind == "conv" else c
-        taps = kh * kw * (c if kind == "conv" else 1)
-        wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
-        wscale = rng.uniform(0.005, 0.015, oc) if per_channel else [0.01]
-        wt = mb.const(rng.integers(-127, 128, wshape), "int8", scale=wscale,
-                      zero_point=[0] * len(wscale), axis=0 if kind == "conv" else 3)
-        bscale = scale * np.asarray(wscale, np.float32)
-        b = mb.const(rng.integers(-3000, 3000, oc), "int32", scale=bscale,
-                     zero_point=[0] * len(bscale), axis=0)
-        oh, ow = out_size(padding, h, kh, sh, dh), out_size(padding, w, kw, sw, dw)
-        out_scale = scale * 0.75 * np.sqrt(taps)
-        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=3)
-        if kind == "conv":
-            mb.op("CONV_2D", [x, wt, b], [y], "Conv2DOptions", padding=PAD[padding], strideH=sh,
-                  strideW=sw, dilationHFactor=dh, dilationWFactor=dw, fusedActivationFunction=ACT[act])
-        else:
-            mb.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], "DepthwiseConv2DOptions", padding=PAD[padding],
-                  strideH=sh, strideW=sw, dilationHFactor=dh, dilationWFactor=dw, depthMultiplier=1,
-                  fusedActivationFunction=ACT[act])
+        y, oh, ow, oc, out_scale = conv_layer(mb, rng, x, (n, h, w, c), scale,
+                                              (kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel))
         x, h, w, c, scale = y, oh, ow, oc, out_scale
         outs.append(x)
     if tail == "pool":

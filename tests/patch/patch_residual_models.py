@@ -2,7 +2,7 @@
 stages whose fused ADD (CONV_2D_ADD, passes/fuse_conv_add.py) reads an earlier layer's output."""
 import numpy as np
 
-from patch_models import out_size
+from patch_models import conv_layer, out_size
 from tflite_builder import ACT, PAD, ModelBuilder
 
 
@@ -19,24 +19,8 @@ def residual_chain(in_shape, layers, adds, seed=0, tail=None):
     zp = -7
     outs = []   # per layer: (tensor, shape, scale) the next layer and later ADDs read
     for m, (kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel) in enumerate(layers):
-        oc = out_c if kind == "conv" else c
-        taps = kh * kw * (c if kind == "conv" else 1)
-        wshape = (oc, kh, kw, c) if kind == "conv" else (1, kh, kw, oc)
-        wscale = rng.uniform(0.005, 0.015, oc) if per_channel else [0.01]
-        wt = mb.const(rng.integers(-127, 128, wshape), "int8", scale=wscale,
-                      zero_point=[0] * len(wscale), axis=0 if kind == "conv" else 3)
-        bscale = scale * np.asarray(wscale, np.float32)
-        b = mb.const(rng.integers(-3000, 3000, oc), "int32", scale=bscale,
-                     zero_point=[0] * len(bscale), axis=0)
-        oh, ow = out_size(padding, h, kh, sh, dh), out_size(padding, w, kw, sw, dw)
-        out_scale = scale * 0.75 * np.sqrt(taps)
-        y = mb.tensor([n, oh, ow, oc], "int8", scale=out_scale, zero_point=3)
-        opts = dict(padding=PAD[padding], strideH=sh, strideW=sw, dilationHFactor=dh,
-                    dilationWFactor=dw, fusedActivationFunction=ACT[act])
-        if kind == "conv":
-            mb.op("CONV_2D", [x, wt, b], [y], "Conv2DOptions", **opts)
-        else:
-            mb.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], "DepthwiseConv2DOptions", depthMultiplier=1, **opts)
+        y, oh, ow, oc, out_scale = conv_layer(mb, rng, x, (n, h, w, c), scale,
+                                              (kind, out_c, (kh, kw), (sh, sw), padding, (dh, dw), act, per_channel))
         if m in adds:
             skip, sshape, sscale = outs[adds[m]]
             assert kind == "conv" and sshape == (oh, ow, oc), (m, adds[m], sshape, (oh, ow, oc))

@@ -16,10 +16,10 @@ import pytest
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import MOBILENET, MOBILENET_V1_025, PERSON_DETECT_INPUT, chain_model
 from test_patch_rows_bands import _build_and_push
+from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
-from eerie_c.plan.patch_proof import prove_patches
 
 # VALID padding, a 5x5 stride-2 depthwise, RELU6 and per-tensor weights, no dilation
 VALID = [("conv", 6, (3, 3), (2, 2), "VALID", (1, 1), "RELU", True),
@@ -56,24 +56,8 @@ def test_cached_stage_rows_pushed_in_bands_on_host(tmp_path, bands):
 
 
 def _stage(tmp_path, steps=12):
-    p = tmp_path / "m.tflite"
-    p.write_bytes(chain_model((1, 96, 20, 3), MOBILENET, seed=1))
-    res = compile_model(p, out_dir=tmp_path / "o", patch=(4, (steps, 1), "cached"))
-    scratch = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
-    return res, scratch
+    return compile_stage(chain_model((1, 96, 20, 3), MOBILENET, seed=1), tmp_path, (4, (steps, 1), "cached"))
 
-
-def _rejects(res, scratch, match, **changes):
-    op = res.graph.ops[0]
-    stage = op.attrs["patch"]
-    assert prove_patches(res.graph, res.extra["plan"], scratch)["ok"]
-    cache = changes.pop("cache", None)
-    op.attrs["patch"] = dataclasses.replace(stage, **changes, **({"cache": cache} if cache else {}))
-    try:
-        with pytest.raises(CompilerBug, match=match):
-            prove_patches(res.graph, res.extra["plan"], scratch)
-    finally:
-        op.attrs["patch"] = stage
 
 
 def _with_move(cache, band, k, move):
@@ -92,7 +76,7 @@ def test_proof_rejects_a_wrong_kept_row_count(tmp_path):
     st = res.graph.ops[0].attrs["patch"]
     b, k, src, nbytes = _kept(st.cache)
     row = st.layers[k].out_w * st.layers[k].out_c
-    _rejects(res, scratch, "a kept row lost", cache=_with_move(st.cache, b, k, (src + row, nbytes - row)))
+    proof_rejects(res, scratch, "a kept row lost", cache=_with_move(st.cache, b, k, (src + row, nbytes - row)))
 
 
 def test_proof_rejects_a_move_over_a_kept_row(tmp_path):
@@ -103,8 +87,8 @@ def test_proof_rejects_a_move_over_a_kept_row(tmp_path):
     # the right rows, one row too far down: the slot the reader expects holds another row
     firsts = [list(f) for f in st.cache.first_rows]
     firsts[b][k] -= 1
-    _rejects(res, scratch, "holds|which has", cache=dataclasses.replace(st.cache, first_rows=tuple(map(tuple, firsts))))
-    _rejects(res, scratch, "not whole rows|holds", cache=_with_move(st.cache, b, k, (src + 1, nbytes)))
+    proof_rejects(res, scratch, "holds|which has", cache=dataclasses.replace(st.cache, first_rows=tuple(map(tuple, firsts))))
+    proof_rejects(res, scratch, "not whole rows|holds", cache=_with_move(st.cache, b, k, (src + 1, nbytes)))
     assert row > 1
 
 
@@ -114,7 +98,7 @@ def test_proof_rejects_a_buffer_over_another(tmp_path):
     keep = [k for k, n in enumerate(st.cache.kept_rows) if n]
     offs = list(st.buf_offsets)
     offs[keep[1]] = offs[keep[0]]   # two buffers that keep rows between bands, at one offset
-    _rejects(res, scratch, "holds", buf_offsets=offs)
+    proof_rejects(res, scratch, "holds", buf_offsets=offs)
 
 
 def test_proof_rejects_kernel_scratch_over_a_kept_row(tmp_path):
@@ -123,7 +107,7 @@ def test_proof_rejects_kernel_scratch_over_a_kept_row(tmp_path):
     k = next(k for k, n in enumerate(st.cache.kept_rows) if n)
     ks = list(st.kernel_scratch)
     ks[k + 1] = (st.buf_offsets[k], 16)   # the next layer's kernel scratch over its input's first row
-    _rejects(res, scratch, "holds", kernel_scratch=ks)
+    proof_rejects(res, scratch, "holds", kernel_scratch=ks)
 
 
 def _person_detector(tmp_path):

@@ -14,11 +14,10 @@ from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import ODD, chain_model
 from patch_residual_models import residual_chain
 from test_patch_rows_bands import _build_and_push
+from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
-from eerie_c.errors import CompilerBug
 from eerie_c.plan.patch_cache import make_cached_plan
-from eerie_c.plan.patch_proof import prove_patches
 
 # dilation 2 (SAME conv and depthwise), a VALID stride-2 depthwise, a VALID depthwise dilated
 # (2, 3), a SAME conv dilated 3 over rows only
@@ -75,23 +74,8 @@ def test_dilated_first_layer_rows_pushed_in_bands_on_host(tmp_path, bands):
 
 
 def _compiled(tmp_path, steps=29):
-    p = tmp_path / "m.tflite"
-    p.write_bytes(_model("dilated", (1, 29, 35, 3)))
-    res = compile_model(p, out_dir=tmp_path / "o", patch=(5, (steps, 1), "cached"))
-    scratch = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
-    return res, scratch
+    return compile_stage(_model("dilated", (1, 29, 35, 3)), tmp_path, (5, (steps, 1), "cached"))
 
-
-def _rejects(res, scratch, match, stage):
-    op = res.graph.ops[0]
-    real = op.attrs["patch"]
-    assert prove_patches(res.graph, res.extra["plan"], scratch)["ok"]
-    op.attrs["patch"] = stage
-    try:
-        with pytest.raises(CompilerBug, match=match):
-            prove_patches(res.graph, res.extra["plan"], scratch)
-    finally:
-        op.attrs["patch"] = real
 
 
 def test_proof_rejects_a_plan_kept_as_if_not_dilated(tmp_path):
@@ -103,7 +87,7 @@ def test_proof_rejects_a_plan_kept_as_if_not_dilated(tmp_path):
     plain = [dataclasses.replace(lay, dh=1, pad_t=1) if k in (0, 1) else lay for k, lay in enumerate(st.layers)]
     wrong = make_cached_plan(st.ops, plain, st.cache.steps, [b for _, b in st.kernel_scratch])
     assert wrong.cache.kept_rows[0] < st.cache.kept_rows[0]
-    _rejects(res, scratch, "reads row .* holds", dataclasses.replace(
+    proof_rejects(res, scratch, "reads row .* holds", dataclasses.replace(
         wrong, layers=st.layers, kernel_scratch=[(st.scratch_bytes - 16, 0)] * len(st.layers)))
 
 
@@ -123,7 +107,7 @@ def test_proof_rejects_a_dropped_first_tap_row(tmp_path):
     moves[b][0] = (src + row, nbytes - row)
     bad = dataclasses.replace(c, first_rows=tuple(map(tuple, firsts)), moves=tuple(map(tuple, moves)))
     first_tap = st.tiles[b][1][0] - st.layers[1].pad_t
-    _rejects(res, scratch, f"layer 1: reads row {first_tap} .*outside the buffer",
+    proof_rejects(res, scratch, f"layer 1: reads row {first_tap} .*outside the buffer",
              dataclasses.replace(st, cache=bad))
 
 

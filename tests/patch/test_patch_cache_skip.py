@@ -16,10 +16,9 @@ import pytest
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_residual_models import DEEP_SKIP, DEEP_SKIP_ADDS, TWO_ADDS, TWO_ADDS_ADDS, random_chain, residual_chain
 from test_patch_rows_bands import _build_and_push
+from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
-from eerie_c.errors import CompilerBug
-from eerie_c.plan.patch_proof import prove_patches
 
 RESNET = "pretrainedResnet_quant.tflite"
 CHAINS = {"deep": (DEEP_SKIP, DEEP_SKIP_ADDS, (1, 27, 13, 3)), "two": (TWO_ADDS, TWO_ADDS_ADDS, (1, 23, 11, 4))}
@@ -126,24 +125,8 @@ def test_cached_skip_stage_output_over_its_input_on_host(tmp_path):
 
 
 def _compiled(tmp_path, name="deep", steps=7, n=5):
-    model, _ = _chain(name)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    res = compile_model(p, out_dir=tmp_path / "o", patch=(n, (steps, 1), "cached"))
-    scratch = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
-    return res, scratch
+    return compile_stage(_chain(name)[0], tmp_path, (n, (steps, 1), "cached"))
 
-
-def _rejects(res, scratch, match, **changes):
-    op = res.graph.ops[0]
-    stage = op.attrs["patch"]
-    assert prove_patches(res.graph, res.extra["plan"], scratch)["ok"]
-    op.attrs["patch"] = dataclasses.replace(stage, **changes)
-    try:
-        with pytest.raises(CompilerBug, match=match):
-            prove_patches(res.graph, res.extra["plan"], scratch)
-    finally:
-        op.attrs["patch"] = stage
 
 
 def _set(table, b, k, value):
@@ -168,9 +151,9 @@ def test_proof_rejects_a_wrong_skip_offset(tmp_path, models_dir, name):
     b = next(b for b, t in enumerate(st.tiles) if t[m][2] > 0)
     for off in (st.cache.skip_offsets[b][m] + row, st.cache.skip_offsets[b][m] - row):
         c = dataclasses.replace(st.cache, skip_offsets=_set(st.cache.skip_offsets, b, m, off))
-        _rejects(res, scratch, "fused ADD reads skip row", cache=c)
+        proof_rejects(res, scratch, "fused ADD reads skip row", cache=c)
     c = dataclasses.replace(st.cache, skip_offsets=_set(st.cache.skip_offsets, b, m, 1))
-    _rejects(res, scratch, "not a whole row", cache=c)
+    proof_rejects(res, scratch, "not a whole row", cache=c)
 
 
 def test_proof_rejects_a_skip_buffer_keeping_one_row_too_few(tmp_path):
@@ -191,7 +174,7 @@ def test_proof_rejects_a_skip_buffer_keeping_one_row_too_few(tmp_path):
     bad = dataclasses.replace(c, first_rows=_set(c.first_rows, b, j, c.first_rows[b][j] + 1),
                               moves=_set(c.moves, b, j, (src + row, nbytes - row)),
                               skip_offsets=_set(c.skip_offsets, b, m, -row))
-    _rejects(res, scratch, f"fused ADD reads skip row {st.tiles[b][m][0]} .*outside the buffer", cache=bad)
+    proof_rejects(res, scratch, f"fused ADD reads skip row {st.tiles[b][m][0]} .*outside the buffer", cache=bad)
 
 
 def test_proof_rejects_a_skip_buffer_over_another(tmp_path):
@@ -203,7 +186,7 @@ def test_proof_rejects_a_skip_buffer_over_another(tmp_path):
         offs = list(st.buf_offsets)
         offs[j] = offs[other]
         if offs[j] + st.buf_bytes[j] <= st.scratch_bytes:   # still inside the block
-            _rejects(res, scratch, "holds|which it reads", buf_offsets=offs)
+            proof_rejects(res, scratch, "holds|which it reads", buf_offsets=offs)
             tried += 1
     assert tried >= 2
 
@@ -215,7 +198,7 @@ def test_proof_rejects_a_layer_writing_over_rows_it_reads(tmp_path):
     st = res.graph.ops[0].attrs["patch"]
     offs = list(st.buf_offsets)
     offs[2] = offs[3]
-    _rejects(res, scratch, "which it reads", buf_offsets=offs)
+    proof_rejects(res, scratch, "which it reads", buf_offsets=offs)
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])

@@ -15,10 +15,9 @@ import pytest
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import chain_model
 from test_patch_rows_bands import _build_and_push
+from stage_proof import compile_stage, proof_rejects
 
-from eerie_c.api import compile_model
-from eerie_c.errors import CompilerBug, EerieError
-from eerie_c.plan.patch_proof import prove_patches
+from eerie_c.errors import EerieError
 
 
 def conv(oc, k=(3, 3), s=(1, 1), pad="SAME", act="RELU"):
@@ -122,11 +121,7 @@ def test_stage_ops_bit_exact_on_host(tmp_path, chain, patch):
 
 def _stage_of(tmp_path, chain, patch, **kw):
     layers, shape = chain
-    p = tmp_path / "m.tflite"
-    p.write_bytes(chain_model(shape, layers, seed=3))
-    res = compile_model(p, out_dir=tmp_path / "o", patch=patch, **kw)
-    steps = {o["function"]: o["step"] for o in res.report["ops"] if o["scratch_bytes"]}
-    return res, steps
+    return compile_stage(chain_model(shape, layers, seed=3), tmp_path, patch, **kw)
 
 
 def test_pad_bands_wholly_in_the_padding_read_nothing(tmp_path):
@@ -166,17 +161,6 @@ def test_rows_pushed_into_a_pad_first_cached_stage_on_host(tmp_path):
     np.testing.assert_array_equal(np.frombuffer(out, np.int8).reshape(ref.shape), ref)
 
 
-def _rejects(res, steps, match, stage):
-    op = res.graph.ops[0]
-    good = op.attrs["patch"]
-    assert prove_patches(res.graph, res.extra["plan"], steps)["ok"]
-    op.attrs["patch"] = stage
-    try:
-        with pytest.raises(CompilerBug, match=match):
-            prove_patches(res.graph, res.extra["plan"], steps)
-    finally:
-        op.attrs["patch"] = good
-
 
 def _with_region(st, t, k, region):
     tiles = [list(r) for r in st.tiles]
@@ -189,8 +173,8 @@ def test_proof_rejects_a_halo_one_row_short_at_a_pool(tmp_path):
     st = res.graph.ops[0].attrs["patch"]
     t = 1   # a middle band: the pool's window reads the conv's rows on both sides
     y0, x0, rows, cols = st.tiles[t][0]
-    _rejects(res, steps, "halo too small", _with_region(st, t, 0, (y0, x0, rows - 1, cols)))
-    _rejects(res, steps, "halo too small", _with_region(st, t, 0, (y0 + 1, x0, rows - 1, cols)))
+    proof_rejects(res, steps, "halo too small", _with_region(st, t, 0, (y0, x0, rows - 1, cols)))
+    proof_rejects(res, steps, "halo too small", _with_region(st, t, 0, (y0 + 1, x0, rows - 1, cols)))
 
 
 def test_proof_rejects_a_pool_window_changed(tmp_path):
@@ -198,23 +182,23 @@ def test_proof_rejects_a_pool_window_changed(tmp_path):
     st = res.graph.ops[0].attrs["patch"]
     layers = list(st.layers)
     layers[1] = dataclasses.replace(layers[1], kh=2)   # the planner believes a 2-row window
-    _rejects(res, steps, "emitted with geometry", dataclasses.replace(st, layers=layers))
+    proof_rejects(res, steps, "emitted with geometry", dataclasses.replace(st, layers=layers))
     # the pool's input buffer one row short of what its 3-row windows read
     firsts = [list(f) for f in st.cache.first_rows]
     b = next(b for b, t in enumerate(st.tiles) if t[1][2] > 0 and t[1][0] > 0)
     firsts[b][0] += 1
     cache = dataclasses.replace(st.cache, first_rows=tuple(map(tuple, firsts)))
-    _rejects(res, steps, "holds|which has", dataclasses.replace(st, cache=cache))
+    proof_rejects(res, steps, "holds|which has", dataclasses.replace(st, cache=cache))
 
 
 def test_proof_rejects_a_pad_region_shifted(tmp_path):
     res, steps = _stage_of(tmp_path, PAD_FIRST, (3, (4, 1)))
     st = res.graph.ops[0].attrs["patch"]
     y0, x0, rows, cols = st.tiles[1][0]   # the PAD's rows of band 1, one row down
-    _rejects(res, steps, "halo too small", _with_region(st, 1, 0, (y0 + 1, x0, rows, cols)))
+    proof_rejects(res, steps, "halo too small", _with_region(st, 1, 0, (y0 + 1, x0, rows, cols)))
     layers = list(st.layers)   # the PAD's top padding one row more than the op's
     layers[0] = dataclasses.replace(layers[0], pad_t=layers[0].pad_t + 1)
-    _rejects(res, steps, "emitted with geometry", dataclasses.replace(st, layers=layers))
+    proof_rejects(res, steps, "emitted with geometry", dataclasses.replace(st, layers=layers))
 
 
 def test_proof_rejects_a_cached_pad_buffer_shifted(tmp_path):
@@ -224,23 +208,23 @@ def test_proof_rejects_a_cached_pad_buffer_shifted(tmp_path):
     b = next(b for b, t in enumerate(st.tiles) if t[2][2] > 0 and b > 0)
     firsts[b][1] -= 1   # the PAD's buffer said to start a row higher: the depthwise reads wrong rows
     cache = dataclasses.replace(st.cache, first_rows=tuple(map(tuple, firsts)))
-    _rejects(res, steps, "holds|which has", dataclasses.replace(st, cache=cache))
+    proof_rejects(res, steps, "holds|which has", dataclasses.replace(st, cache=cache))
 
 
 def test_proof_rejects_a_binary_skip_read_from_the_wrong_layer(tmp_path):
     res, steps = _stage_of(tmp_path, SWISH, (3, (4, 1)))
     st = res.graph.ops[0].attrs["patch"]
     assert st.skips == [None, None, 1]   # the MUL's other operand: the conv's patch buffer
-    _rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, 2]))
-    _rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, None]))
+    proof_rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, 2]))
+    proof_rejects(res, steps, "emitted with skip input", dataclasses.replace(st, skips=[None, None, None]))
     y0, x0, rows, cols = st.tiles[1][0]   # the conv's rows one short of the MUL's
-    _rejects(res, steps, "halo too small|skip input at rows", _with_region(st, 1, 0, (y0, x0, rows - 1, cols)))
+    proof_rejects(res, steps, "halo too small|skip input at rows", _with_region(st, 1, 0, (y0, x0, rows - 1, cols)))
 
 
 def test_proof_rejects_a_pool_stage_outside_row_bands(tmp_path):
     res, steps = _stage_of(tmp_path, MAXPOOL, (3, (4, 1)))
     st = copy.copy(res.graph.ops[0].attrs["patch"])
-    _rejects(res, steps, "only in row bands", dataclasses.replace(st, kernel_scratch=None))
+    proof_rejects(res, steps, "only in row bands", dataclasses.replace(st, kernel_scratch=None))
 
 
 def test_auto_chooses_a_stage_through_the_max_pool(board_tools, tmp_path):
