@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..templating import render
-from ._dsp import pad_to, round_up
+from ._dsp import pad_to
 
 BLOCK_BYTES = 4096     # unpacked weights + requantization rows of one block of channels
 CODE_RQ = 24           # the unpack call before the layer's loops

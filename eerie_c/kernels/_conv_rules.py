@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import EerieError
 if TYPE_CHECKING:   # annotations only: conv.py imports this module
-    from .conv import Window
+    from .window import Window
 
 
 def folded_bias(bias: np.ndarray, wsum: np.ndarray, in_off: int, what: str) -> np.ndarray:

@@ -17,7 +17,8 @@ from . import Lowered, c_comment, c_ident
 from ._conv_rules import folded_bias
 from ._dsp import acc_bound, fast_requant_consts, has_dsp
 from ._quant import activation_range_int, per_channel_multipliers
-from .conv import conv_operands, int8_requant_vars, op_what
+from .conv import conv_operands, int8_requant_vars
+from .window import op_what
 from .depthwise import dsp_weights
 from ._patch_tiles import applies as bands_apply, lower_bands
 

@@ -26,7 +26,7 @@ from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_int, per_channel_multipliers
-from .conv import conv_window, depthwise_window, op_what
+from .window import conv_window, depthwise_window, op_what
 
 INT16_MIN, INT16_MAX = -32768, 32767
 

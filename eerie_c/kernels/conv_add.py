@@ -21,7 +21,8 @@ from ..ir import Op
 from . import Lowered, c_comment, kernel
 from ._conv_pack import rq_preamble
 from ._dsp import dsp_conv_helpers, dsp_conv_scratch
-from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv, op_what, window
+from .conv import conv_choice, conv_operands, int8_conv_vars, lower_conv2d_rv
+from .window import op_what, window
 from .elementwise import ADD_LEFT_SHIFT
 from ._dsp import fast_requant_values, tflite_requantize
 from ._mve import has_mve, lower_conv2d_mve

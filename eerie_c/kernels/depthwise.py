@@ -27,7 +27,8 @@ from ._dw_pairs import pairs_ok, pairs_table, pairs_vars
 from ._f32 import depthwise_vars as depthwise_f32_vars
 from ._rv import has_rv
 from ._rv_dw import dw_rv_vars
-from .conv import conv_operands, depthwise_window, int8_requant_vars, op_what
+from .conv import conv_operands, int8_requant_vars
+from .window import depthwise_window, op_what
 
 
 # Which int8 DSP kernel, from measurements on mps2-an386 (vww, kws):

@@ -49,7 +49,7 @@ def lower_dynamic_update_slice(op, g, ctx):
     else:
         pi = operand(idx.id, g, ctx, inputs, "start")
         terms = []
-        lines.append(f"/* start indices clamped to [0, operand dim - update dim], as TFLM does */")
+        lines.append("/* start indices clamped to [0, operand dim - update dim], as TFLM does */")
         for d in range(rank):
             if room[d] == 0:
                 continue    # the update spans this dim: start 0

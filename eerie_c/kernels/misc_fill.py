@@ -19,7 +19,6 @@ import numpy as np
 
 from ..templating import c_float
 from ..errors import EerieError
-from ..ir import DTYPE_NP
 from . import Lowered, kernel
 from ._copyplan import copy_body, flat_index
 

@@ -21,7 +21,7 @@ from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
-from .conv import op_what
+from .window import op_what
 from .conv_16x8 import requant_vars
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels.conv import _out_size, _pad_before   # TFLite's output size and padding, as the kernels use them
+from ..kernels.window import out_size, pad_before   # TFLite's output size and padding, as the kernels use them
 from . import patch_ops   # pools, PAD and element-wise layers (row bands only)
 from .patch_ops import main_input, skip_input
 
@@ -136,7 +136,7 @@ def layer_of(op, g) -> Layer | None:
     if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
         return None
     if op.kind in patch_ops.KINDS:
-        args = patch_ops.layer_args(op, g, _out_size, _pad_before)
+        args = patch_ops.layer_args(op, g, out_size, pad_before)
         return None if args is None else Layer(*args)
     xi = 1 if op.kind == "CONV_2D_ADD" else 0
     if len(op.inputs) < xi + 2 or any(t is None for t in op.inputs[:xi + 2]):
@@ -160,10 +160,10 @@ def layer_of(op, g) -> Layer | None:
         return None   # depth multiplier > 1: not in the per-tile kernel
     _, in_h, in_w, in_c = x.shape
     _, out_h, out_w, out_c = y.shape
-    if (_out_size(padding, in_h, kh, sh, dh), _out_size(padding, in_w, kw, sw, dw)) != (out_h, out_w):
+    if (out_size(padding, in_h, kh, sh, dh), out_size(padding, in_w, kw, sw, dw)) != (out_h, out_w):
         return None
-    pad_t = _pad_before(in_h, out_h, kh, sh, dh)
-    pad_l = _pad_before(in_w, out_w, kw, sw, dw)
+    pad_t = pad_before(in_h, out_h, kh, sh, dh)
+    pad_l = pad_before(in_w, out_w, kw, sw, dw)
     return Layer(op.kind, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, sh, sw, dh, dw, pad_t, pad_l)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from eerie_c.api import compile_model
 from eerie_c.kernels._conv_cols import tap_order
-from eerie_c.kernels.conv import conv_window
+from eerie_c.kernels.window import conv_window
 from test_conv import conv_model
 from test_conv_pair_dsp import _speed
 from test_dsp_kernels import check_dsp_board, check_dsp_target

@@ -13,7 +13,7 @@ import pytest
 
 from eerie_c.api import compile_model
 from eerie_c.kernels._dw_pairs import block_cost, blocks, layout, pairs_ok
-from eerie_c.kernels.conv import Window
+from eerie_c.kernels.window import Window
 from test_depthwise import dw_model
 from test_dsp_kernels import check_dsp_board, check_dsp_target
 

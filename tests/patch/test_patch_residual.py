@@ -13,7 +13,7 @@ from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
 from eerie_c.kernels._conv_rules import pointwise_inplace
 from eerie_c.kernels._patch_tiles import band_scratch
-from eerie_c.kernels.conv import Window
+from eerie_c.kernels.window import Window
 from eerie_c.plan.patch_proof import prove_patches
 from patch_models import MOBILENET, ODD, chain_model
 
