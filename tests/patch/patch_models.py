@@ -36,6 +36,16 @@ def conv_layer(mb, rng, x, in_shape, scale, spec):
     return y, oh, ow, oc, out_scale
 
 
+def pool_tail(mb, x, shape, scale, zero_point):
+    """An AVERAGE_POOL_2D over the whole image after a chain (not patchable): the chain's last
+    output is then an intermediate, as in a real network."""
+    n, h, w, c = shape
+    y = mb.tensor([n, 1, 1, c], "int8", scale=scale, zero_point=zero_point)
+    mb.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", padding=PAD["VALID"], strideH=1,
+          strideW=1, filterHeight=h, filterWidth=w, fusedActivationFunction=0)
+    return y
+
+
 def chain_model(in_shape, layers, seed=0, tail=None):
     """layers: (kind "conv" / "dw", out_c (conv), (kh, kw), (sh, sw), padding, (dh, dw), act,
     per_channel), or a kind of OTHER (other_layer: out_c is then the PAD's ((top, bottom),
@@ -61,10 +71,7 @@ def chain_model(in_shape, layers, seed=0, tail=None):
         x, h, w, c, scale = y, oh, ow, oc, out_scale
         outs.append(x)
     if tail == "pool":
-        y = mb.tensor([n, 1, 1, c], "int8", scale=scale, zero_point=3)
-        mb.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", padding=PAD["VALID"], strideH=1,
-              strideW=1, filterHeight=h, filterWidth=w, fusedActivationFunction=0)
-        x = y
+        x = pool_tail(mb, x, (n, h, w, c), scale, 3)
     mb.output(x)
     return mb.build()
 

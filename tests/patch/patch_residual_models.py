@@ -2,8 +2,8 @@
 stages whose fused ADD (CONV_2D_ADD, passes/fuse_conv_add.py) reads an earlier layer's output."""
 import numpy as np
 
-from patch_models import conv_layer, out_size
-from tflite_builder import ACT, PAD, ModelBuilder
+from patch_models import conv_layer, out_size, pool_tail
+from tflite_builder import ACT, ModelBuilder
 
 
 def residual_chain(in_shape, layers, adds, seed=0, tail=None):
@@ -33,10 +33,7 @@ def residual_chain(in_shape, layers, adds, seed=0, tail=None):
         outs.append((y, (oh, ow, oc), out_scale))
         x, h, w, c, scale = y, oh, ow, oc, out_scale
     if tail == "pool":
-        y = mb.tensor([n, 1, 1, c], "int8", scale=scale, zero_point=zp)
-        mb.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", padding=PAD["VALID"], strideH=1,
-              strideW=1, filterHeight=h, filterWidth=w, fusedActivationFunction=0)
-        x = y
+        x = pool_tail(mb, x, (n, h, w, c), scale, zp)
     mb.output(x)
     return mb.build()
 

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import MOBILENET, MOBILENET_V1_025, PERSON_DETECT_INPUT, chain_model
-from test_patch_rows_bands import _build_and_push
+from test_patch_rows_bands import cached_rows_match_tflm
 from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
@@ -45,14 +45,8 @@ def test_cached_stage_bit_exact_on_host(tmp_path, layers, shape, n, steps):
 @pytest.mark.parametrize("bands", ["1", "2, 5, 1, 3"])
 def test_cached_stage_rows_pushed_in_bands_on_host(tmp_path, bands):
     shape = (1, 37, 17, 2)
-    model = chain_model(shape, VALID, seed=5)
     x = random_inputs(list(shape), "int8", 2, seed=9)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    res, out = _build_and_push(tmp_path, p, (5, (9, 1), "cached"), bands, x, 2)
-    assert res.graph.ops[0].attrs["patch"].cache is not None
-    ref = tflm_run(model, [x])[0]
-    np.testing.assert_array_equal(np.frombuffer(out, np.int8).reshape(ref.shape), ref)
+    cached_rows_match_tflm(tmp_path, chain_model(shape, VALID, seed=5), (5, (9, 1), "cached"), bands, x)
 
 
 def _stage(tmp_path, steps=12):

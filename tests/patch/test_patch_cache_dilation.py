@@ -13,7 +13,7 @@ import pytest
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_models import ODD, chain_model
 from patch_residual_models import residual_chain
-from test_patch_rows_bands import _build_and_push
+from test_patch_rows_bands import cached_rows_match_tflm
 from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
@@ -63,14 +63,8 @@ def test_dilated_window_keeps_its_span(tmp_path):
 @pytest.mark.parametrize("bands", ["1", "2, 5, 1, 3"])
 def test_dilated_first_layer_rows_pushed_in_bands_on_host(tmp_path, bands):
     shape = (1, 29, 35, 3)
-    model = _model("dilated", shape, seed=5)
     x = random_inputs(list(shape), "int8", 2, seed=9)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    res, out = _build_and_push(tmp_path, p, (5, (9, 1), "cached"), bands, x, 2)
-    assert res.graph.ops[0].attrs["patch"].cache is not None
-    ref = tflm_run(model, [x])[0]
-    np.testing.assert_array_equal(np.frombuffer(out, np.int8).reshape(ref.shape), ref)
+    cached_rows_match_tflm(tmp_path, _model("dilated", shape, seed=5), (5, (9, 1), "cached"), bands, x)
 
 
 def _compiled(tmp_path, steps=29):

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import eerie_run, random_inputs, tflm_run
 from patch_residual_models import DEEP_SKIP, DEEP_SKIP_ADDS, TWO_ADDS, TWO_ADDS_ADDS, random_chain, residual_chain
-from test_patch_rows_bands import _build_and_push
+from test_patch_rows_bands import cached_rows_match_tflm
 from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
@@ -107,12 +107,7 @@ def test_skip_of_its_own_window_input_recomputed_bands(tmp_path):
 def test_cached_skip_rows_pushed_in_bands_on_host(tmp_path, bands):
     model, shape = _chain("deep", seed=5)
     x = random_inputs(list(shape), "int8", 2, seed=9)
-    p = tmp_path / "m.tflite"
-    p.write_bytes(model)
-    res, out = _build_and_push(tmp_path, p, (5, (7, 1), "cached"), bands, x, 2)
-    assert res.graph.ops[0].attrs["patch"].cache is not None
-    ref = tflm_run(model, [x])[0]
-    np.testing.assert_array_equal(np.frombuffer(out, np.int8).reshape(ref.shape), ref)
+    cached_rows_match_tflm(tmp_path, model, (5, (7, 1), "cached"), bands, x)
 
 
 def test_cached_skip_stage_output_over_its_input_on_host(tmp_path):

@@ -34,6 +34,17 @@ def _build_and_push(tmp_path, model_path, patch, bands, x, nimg):
     return res, run.stdout
 
 
+def cached_rows_match_tflm(tmp_path, model: bytes, patch, bands, x):
+    """Push two images of x in `bands` through a forced cached stage (patch) of model: the
+    stage has cached halos and the outputs equal TFLM's."""
+    p = tmp_path / "m.tflite"
+    p.write_bytes(model)
+    res, out = _build_and_push(tmp_path, p, patch, bands, x, 2)
+    assert res.graph.ops[0].attrs["patch"].cache is not None
+    ref = tflm_run(model, [x])[0]
+    np.testing.assert_array_equal(np.frombuffer(out, np.int8).reshape(ref.shape), ref)
+
+
 @pytest.mark.parametrize("grid", [(4, 1), (11, 1), (32, 1)])
 @pytest.mark.parametrize("bands", ["1", "3, 8, 1"])
 def test_resnet_block_rows_in_bands_bit_exact_on_host(models_dir, tmp_path, grid, bands):
