@@ -155,6 +155,10 @@ DW_HALO = {"dsp": 1.51, "mve": 0.43}
 # have no low-scratch variant) the same four stages without it also fit 0 (unconstrained
 # negative), in-sample within 0.9 points of growth, all estimated high
 CACHED_STEP = {"dsp": 0, "mve": 0}
+# the int8 element-wise kernels that clamp (vectorizable), and those that look each value up
+# in a table (kernels/unary.py, logistic_tanh.py: scalar on every core)
+CLAMPS = ("RELU", "RELU6", "RELU_N1_TO_1")
+TABLE_LOOKUPS = ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU", "ELU", "ABS", "RSQRT")
 # per output element of an element-wise layer in a row-band stage, beyond its layer estimate:
 # layer by layer gcc -O2 auto-vectorizes a plain clamp with Helium (the arena offsets are
 # constants, so in0 and out0 are known apart), over a band it cannot (the offsets come from
@@ -163,16 +167,15 @@ CACHED_STEP = {"dsp": 0, "mve": 0}
 # (36,864 outputs) cost about 9.8 instructions per output more than layer by layer (one fit
 # point; without it that stage measured 1.31x at 1.04x estimated). HARD_SWISH / LOGISTIC / TANH
 # (table look-ups) and the requantizing kernels are scalar both ways.
-BAND_SCALAR = {"mve": {"RELU": 10, "RELU6": 10, "RELU_N1_TO_1": 10}}
+BAND_SCALAR = {"mve": {k: 10 for k in CLAMPS}}
 # and those clamps layer by layer on the M55 (vectorized): a standalone RELU6 over 48x48x16
 # measured 8,844 instructions, 0.24 per output (the generic 28 per element had it at ~1M,
 # which also diluted every stage's growth in percent of the model)
-COSTS[("mve", False)].update({k: (0, 0.24, 0, 150) for k in BAND_SCALAR["mve"]})
+COSTS[("mve", False)].update({k: (0, 0.24, 0, 150) for k in CLAMPS})
 # the int8 table look-up kernels (kernels/unary.py, logistic_tanh.py), scalar everywhere: HARD_SWISH
 # and LOGISTIC over 48x48x16 measured 3.31 per output on mps3-an547 (the generic 28 diluted
 # the growth of stages holding one, and the planner took a 1.33x stage for 1.20x)
-COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
-                                                            "ELU", "ABS", "RSQRT")})
+COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in TABLE_LOOKUPS})
 # the same on the M4 (bench/profile_stage.py's layer-by-layer column, a conv -> RELU6 -> dw ->
 # HARD_SWISH -> conv -> dw chain at 96x96x3, mps2-an386): the RELU6 over 48x48x16 measured
 # 368,680 instructions, 10.0 per output (a scalar clamp), the HARD_SWISH 138,240, 3.75 per
@@ -180,9 +183,8 @@ COSTS[("mve", False)].update({k: (0, 3.3, 0, 150) for k in ("HARD_SWISH", "LOGIS
 # chain's cached stage at 13.5% estimated growth for 17.3% measured, though its growth in
 # instructions was estimated within 0.5% (836,790 for 840,000): the model it is a percent of
 # was 1.34M too large
-COSTS[("dsp", False)].update({k: (0, 10.0, 0, 150) for k in ("RELU", "RELU6", "RELU_N1_TO_1")})
-COSTS[("dsp", False)].update({k: (0, 3.75, 0, 150) for k in ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU",
-                                                            "ELU", "ABS", "RSQRT")})
+COSTS[("dsp", False)].update({k: (0, 10.0, 0, 150) for k in CLAMPS})
+COSTS[("dsp", False)].update({k: (0, 3.75, 0, 150) for k in TABLE_LOOKUPS})
 
 def stage_features(stage) -> list[float]:
     """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order

@@ -154,8 +154,8 @@ def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], 
     kernel runs at a time). While that largest user is a depthwise layer, try its low-scratch
     variant (kernels/depthwise.py "low_scratch": no sign-extended rows, more instructions);
     keep it when the whole arena shrinks and the estimated growth stays within the bound.
-    Returns (the stage, per layer switched: what it saved and cost, for report.md, the stage's
-    arena, or None when not planned)."""
+    Returns (the stage, per layer switched: what it saved and cost, for report.md, the
+    stage's arena)."""
     why = []
     arena = _arena(g, scratch, inputs_in_arena, cand)
     while True:
