@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from eerie_c import api  # noqa: E402
 
-KWS = REPO.parent / "shared" / "models" / "kws_ref_model.tflite"
+KWS = REPO / "models" / "mlperf_tiny" / "kws_ref_model.tflite"
 
 
 def kws_dscnn():

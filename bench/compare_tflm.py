@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """eerie-c next to TFLM + CMSIS-NN on the MLPerf Tiny models, in QEMU.
 
-For each model in ../shared/models (relative to the repository) and each board, compiles the
+For each model in models/mlperf_tiny and each board, compiles the
 model, builds the firmware, runs a few random inputs in QEMU (-icount shift=0, SysTick), checks
 the outputs bit-exact against the host TFLM runtime (the `tflite-micro` package), and prints:
 instructions per inference, instructions per MAC, flash (text + rodata + data image of the
@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from eerie_c import api  # noqa: E402
 
-MODELS_DIR = REPO.parent / "shared" / "models"
+MODELS_DIR = REPO / "models" / "mlperf_tiny"
 MODELS = ("kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8")
 ALL_BOARDS = ("mps2-an386", "mps2-an500", "mps3-an547")
 

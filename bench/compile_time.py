@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MODELS_DIR = REPO.parent / "shared" / "models"
+MODELS_DIR = REPO / "models" / "mlperf_tiny"
 MODELS = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8"]
 # stage label (the start of eerie-c's -v line) -> column
 STAGES = [("frontend", "frontend"), ("passes and kernel lowering", "lower"),

@@ -64,9 +64,7 @@ LAYER_KINDS = ("CONV_2D", "CONV_2D_ADD", "DEPTHWISE_CONV_2D")
 
 def models(tmp: Path) -> dict[str, Path]:
     from compare_patches import person_detector
-    shared = REPO.parent / "shared" / "models"
-    if not shared.exists():
-        shared = Path("/work/shared/models")
+    shared = REPO / "models" / "mlperf_tiny"
     return {"vww": shared / "vww_96_int8.tflite", "kws": shared / "kws_ref_model.tflite",
             "resnet": shared / "pretrainedResnet_quant.tflite", "pd": person_detector(tmp)}
 

@@ -45,7 +45,7 @@ def ds_cnn_pt2(tmp: Path) -> Path:
 def model_path(name: str, tmp: Path) -> Path:
     if name == "ds_cnn":
         return ds_cnn_pt2(tmp)
-    return REPO.parent / "shared" / "models" / f"{name}.tflite"
+    return REPO / "models" / "mlperf_tiny" / f"{name}.tflite"
 
 
 def per_kind(ops, layers) -> dict[str, tuple[int, int]]:

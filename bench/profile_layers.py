@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     global PATCH, OPTIMIZE
     PATCH, OPTIMIZE = args.patch, args.optimize
-    path = Path(args.model) if args.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{args.model}.tflite"
+    path = Path(args.model) if args.model.endswith(".tflite") else REPO / "models" / "mlperf_tiny" / f"{args.model}.tflite"
     board = get_board(args.board)
     ops, layers, loops = measure(path, board)
     total, macs = sum(layers), sum(op["macs"] for op in ops)

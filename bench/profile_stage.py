@@ -193,7 +193,7 @@ def main(argv=None) -> int:
         from compare_patches import person_detector
         path = person_detector(Path(tempfile.mkdtemp(prefix="eerie-pd-")))
     else:
-        path = Path(a.model) if a.model.endswith(".tflite") else REPO.parent / "shared" / "models" / f"{a.model}.tflite"
+        path = Path(a.model) if a.model.endswith(".tflite") else REPO / "models" / "mlperf_tiny" / f"{a.model}.tflite"
     patch, low = parse_patch(a.patch)
     import profile_layers
     profile_layers.PATCH = "off"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """eerie-c on 32-bit RISC-V in QEMU: instructions per MAC of the int8 MLPerf Tiny models.
 
-For each model in ../shared/models, compiles it for the riscv-virt board (RV32IMAFC; or
+For each model in models/mlperf_tiny, compiles it for the riscv-virt board (RV32IMAFC; or
 --target riscv32imac / riscv32imc / riscv on the same board), builds the firmware with
 riscv64-unknown-elf-gcc + picolibc, runs a few random inputs in qemu-system-riscv32 (-icount
 shift=0, the minstret CSR counts retired instructions), checks the outputs bit-exact against
@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from eerie_c.api import compile_model, run_model  # noqa: E402
 
-MODELS_DIR = REPO.parent / "shared" / "models"
+MODELS_DIR = REPO / "models" / "mlperf_tiny"
 MODELS = ("kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8")
 
 

@@ -21,9 +21,8 @@ pytest_plugins = ["ci_skips"]
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-if not MODELS.is_dir():
-    MODELS = Path(os.environ.get("EERIE_SHARED_MODELS", "../shared/models")).resolve()
+# The MLPerf Tiny models ship with the project (models/mlperf_tiny/README.md: provenance, licence).
+MODELS = ROOT / "models" / "mlperf_tiny"
 
 
 def tflm_run(model: bytes | Path, inputs: list[np.ndarray], arena: int = 2_000_000) -> list[np.ndarray]:
@@ -153,7 +152,7 @@ def assert_board_matches_tflm(model: bytes, xs: list[np.ndarray], tmp_path: Path
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     if not MODELS.is_dir():
-        pytest.fail(f"shared models not found at {MODELS}: tests need ../shared/models beside the checkout")
+        pytest.fail(f"models not found at {MODELS}: they ship in the repository (models/mlperf_tiny)")
     return MODELS
 
 

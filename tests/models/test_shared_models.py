@@ -1,4 +1,4 @@
-"""The MLPerf Tiny models from ../shared/models, on the host: bit-exact with TFLM (int8),
+"""The MLPerf Tiny models from models/mlperf_tiny, on the host: bit-exact with TFLM (int8),
 within 1e-4 of the output range (float), strict-warning C, deterministic output, arena no
 larger than TFLM's activation arena."""
 import filecmp
@@ -12,7 +12,7 @@ from eerie_c.api import compile_model, run_model
 
 INT8 = ["kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8"]
 FLOAT = ["pretrainedResnet", "ad01_fp32"]
-# TFLM's activation arena on the host (shared/models/README.md).
+# TFLM's activation arena on the host (models/mlperf_tiny/README.md).
 TFLM_ACTIVATIONS = {"kws_ref_model": 16000, "pretrainedResnet_quant": 49152, "vww_96_int8": 73728,
                     "ad01_int8": 768, "pretrainedResnet": 196608, "ad01_fp32": 3072}
 
