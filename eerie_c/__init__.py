@@ -23,3 +23,13 @@ def check(module, example_args=None, **options):
     (each graph break / export failure / unsupported op with file:line and the fix), `.findings`."""
     from .checker import check as _check
     return _check(module, example_args, **options)
+
+
+def validate(model, inputs=None, board=None, target=None, count=None, labels=None, out_dir=None,
+             **options):
+    """Compare the compiled model with its reference (TFLM for .tflite, PyTorch for .pt2) on
+    `inputs` (a .npz/.npy/directory path, arrays, or None for random ones): returns an
+    eerie_c.validate.ValidationResult (`.ok`, `.exit_code`, `.text()`, `.outputs`)."""
+    from .validate import validate as _validate
+    return _validate(model, inputs, board=board, target=target, count=count, labels=labels,
+                     out_dir=out_dir, **options)

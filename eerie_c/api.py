@@ -5,4 +5,4 @@ from .names import check_name, default_name, merge_files, model_name  # noqa: F4
 from .output import write_files  # noqa: F401
 from .pipeline import (CompileResult, add_firmware, board_and_target, compile_graph,  # noqa: F401
                        compile_model, report_files)
-from .runner import load_inputs, run_model  # noqa: F401
+from .runner import load_inputs, run_compiled, run_model  # noqa: F401

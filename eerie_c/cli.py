@@ -28,6 +28,9 @@ examples:
   eerie-c boards                                     list boards (CPU, flash, RAM, QEMU machine)
   eerie-c check model.py:Net --shape 1,3,32,32      can this PyTorch program be compiled?
                                                      (exit 0 yes / 1 problems listed / 2 not loaded)
+  eerie-c validate model.tflite --inputs x.npz --board mps2-an386
+                                                     compiled model vs TFLM / PyTorch on your data
+                                                     (exit 0 within contract / 1 not / 2 bad input)
 """
 
 
@@ -297,7 +300,13 @@ def cmd_check(argv) -> int:
     return res.exit_code
 
 
-COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards, "check": cmd_check}
+def cmd_validate(argv) -> int:
+    from .validate import cmd_validate as validate_command   # its own module (validate.py)
+    return validate_command(argv)
+
+
+COMMANDS = {"run": cmd_run, "ops": cmd_ops, "boards": cmd_boards, "check": cmd_check,
+            "validate": cmd_validate}
 
 
 def _verbosity(argv: list[str]) -> list[str]:

@@ -37,3 +37,28 @@ def stage(name: str):
     t0 = time.perf_counter()
     yield
     note(f"{name} ({time.perf_counter() - t0:.2f} s)")
+
+
+class Bar:
+    """A progress bar on stderr for a loop of `total` steps (the reference's inferences): one
+    line redrawn in place on a terminal at level 1, the final count only at level 2 when
+    stderr is not a terminal, nothing at level 0."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = total, label, 0
+        self.t0 = time.perf_counter()
+        self.live = LEVEL >= 1 and sys.stderr.isatty()
+
+    def step(self, n: int = 1):
+        self.done += n
+        if self.live:
+            width = 30
+            full = width * self.done // max(self.total, 1)
+            print(f"\reerie-c: {self.label} [{'#' * full}{'.' * (width - full)}] {self.done}/{self.total}",
+                  end="", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.live:
+            print(file=sys.stderr, flush=True)
+        note(f"{self.label}: {self.done}/{self.total} ({time.perf_counter() - self.t0:.2f} s)",
+             detail=self.live)

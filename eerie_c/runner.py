@@ -79,10 +79,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     keep = out_dir is not None
     work = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="eerie-run-"))
     try:
-        if brd is not None:
-            outputs = _run_board(res, brd, arrays, work, timeout)
-        else:
-            outputs = _run_host(res, arrays, work)
+        outputs = run_compiled(res, brd, arrays, work, timeout)
         if not batched:
             outputs = [o[0] for o in outputs]
         if keep:   # report.json/.md and the picture, now with the run's measurements
@@ -91,6 +88,15 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def run_compiled(res: CompileResult, brd, arrays: list[np.ndarray], work: Path,
+                 timeout=None) -> list[np.ndarray]:
+    """Build a compiled model in `work` and run every inference of the batched `arrays` (checked
+    by load_inputs) in one run: the host build, or one QEMU boot of `brd`. The outputs, batched."""
+    if brd is not None:
+        return _run_board(res, brd, arrays, work, timeout)
+    return _run_host(res, arrays, work)
 
 
 def _run_host(res: CompileResult, arrays: list[np.ndarray], work: Path) -> list[np.ndarray]:
