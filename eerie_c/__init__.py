@@ -29,7 +29,7 @@ def validate(model, inputs=None, board=None, target=None, count=None, labels=Non
              **options):
     """Compare the compiled model with its reference (TFLM for .tflite, PyTorch for .pt2) on
     `inputs` (a .npz/.npy/directory path, arrays, or None for random ones): returns an
-    eerie_c.validate.ValidationResult (`.ok`, `.exit_code`, `.text()`, `.outputs`)."""
-    from .validate import validate as _validate
+    eerie_c.validation.ValidationResult (`.ok`, `.exit_code`, `.text()`, `.outputs`)."""
+    from .validation import validate as _validate
     return _validate(model, inputs, board=board, target=target, count=count, labels=labels,
                      out_dir=out_dir, **options)

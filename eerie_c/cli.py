@@ -301,7 +301,7 @@ def cmd_check(argv) -> int:
 
 
 def cmd_validate(argv) -> int:
-    from .validate import cmd_validate as validate_command   # its own module (validate.py)
+    from .validation import cmd_validate as validate_command   # its own module (validation.py)
     return validate_command(argv)
 
 

@@ -1,7 +1,7 @@
 """`eerie-c validate` / `eerie_c.validate(...)`: does the compiled model behave like the
 original, on the user's data? One compile, then every input through ONE build (the host) or
-ONE QEMU boot (a board), the same inputs through the reference (validate_reference.py), and a
-table per output (validate_metrics.py). Exit status: 0 every output within its contract, 1
+ONE QEMU boot (a board), the same inputs through the reference (validation_reference.py), and a
+table per output (validation_metrics.py). Exit status: 0 every output within its contract, 1
 not, 2 bad input (nothing written then)."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from .errors import EerieError
-from .validate_inputs import match_inputs, random_inputs, read_inputs, read_labels
-from .validate_metrics import Contract, OutputStats, compare_output, is_single_classifier, \
+from .validation_inputs import match_inputs, random_inputs, read_inputs, read_labels
+from .validation_metrics import Contract, OutputStats, compare_output, is_single_classifier, \
     stats_markdown, stats_text
-from .validate_reference import reference_name, require_reference, run_reference
+from .validation_reference import reference_name, require_reference, run_reference
 
 DEFAULT_COUNT = 20
 

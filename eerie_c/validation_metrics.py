@@ -1,6 +1,6 @@
 """`eerie-c validate`'s numbers: per output, how the compiled model's outputs compare with the
 reference's (error metrics, top-1 agreement, accuracy against labels) and whether every input
-is within the accuracy contract. Pure numpy; validate.py runs the models.
+is within the accuracy contract. Pure numpy; validation.py runs the models.
 
 The contracts (README, "Validate a compiled model"):
 - "exact": integer outputs of a TFLite model (TFLM's reference kernels) and integer outputs of
@@ -166,5 +166,5 @@ def stats_markdown(stats: list[OutputStats]) -> str:
     lines = []
     for st in stats:
         lines += ["", f"**{_title(st)}**", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {a} | {b} |" for a, b in stat_rows(st)]
+        lines += [f"| {a} | {b.replace('|', chr(92) + '|')} |" for a, b in stat_rows(st)]
     return "\n".join(lines)

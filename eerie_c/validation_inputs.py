@@ -56,21 +56,24 @@ def _stack_dir(arrays: list[tuple[Path, np.ndarray]]) -> np.ndarray:
 
 
 def match_inputs(specs: list[dict], given: list[tuple[str, np.ndarray]], source: str) -> list[np.ndarray]:
-    """The arrays in the order of the model's inputs (`specs`: report["inputs"]), batched.
-    A .npz's keys name the inputs when every input's name is among them; otherwise they are
-    taken in file order (there must be exactly one array per input)."""
+    """The arrays in the order of the model's inputs (`specs`: report["inputs"]), batched. A
+    .npz's keys are the inputs' names, or arr_0, arr_1, ... in the inputs' order (what
+    np.savez writes for arrays given without names); a .npy or a directory: one input."""
     names = [s.get("name") or "" for s in specs]
     keys = [k for k, _ in given]
     by_key = dict(given)
-    if len(given) > 1 or keys[0]:
-        if all(n and n in by_key for n in names):
+    if keys[0]:   # a .npz, or a dict
+        if all(n and n in by_key for n in names) and len(keys) == len(names):
             given = [(n, by_key[n]) for n in names]
-        elif len(given) != len(specs):
-            raise EerieError(f"{source}: arrays {keys} do not match the model's {len(specs)} input(s) "
-                             f"{names} (name each array after an input, or give one per input in order)")
-    elif len(specs) != 1:
-        raise EerieError(f"{source}: one array, but the model has {len(specs)} inputs {names} "
-                         f"(use a .npz with one array per input)")
+        elif keys == [f"arr_{k}" for k in range(len(specs))]:
+            pass
+        else:
+            raise EerieError(f"{source}: arrays {keys} do not match the model's input(s) {names} "
+                             f"(name each array after an input, or save them unnamed in order: "
+                             f"arr_0, arr_1, ...)")
+    elif len(given) != len(specs):
+        raise EerieError(f"{source}: {len(given)} array(s), but the model has {len(specs)} input(s) "
+                         f"{names} (use a .npz with one array per input)")
     out = []
     for k, (spec, (key, a)) in enumerate(zip(specs, given)):
         shape, dtype = tuple(spec["shape"]), np.dtype(DTYPE_NP[spec["dtype"]])
