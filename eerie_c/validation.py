@@ -42,6 +42,7 @@ class ValidationResult:
     reference: str
     inputs: str                      # where the inputs came from
     count: int
+    measured: str = ""               # a board's run: instructions, flash, RAM
     outputs: list[OutputStats] = field(default_factory=list)
     report: dict = field(default_factory=dict)   # the compile's report (with "validation")
 
@@ -65,14 +66,17 @@ class ValidationResult:
                                     f"inputs outside {st.contract}" for st in bad)
 
     def text(self) -> str:
-        return f"{self.heading()}\n{stats_text(self.outputs)}\n{self.verdict()}"
+        board = f"{self.measured}\n" if self.measured else ""
+        return f"{self.heading()}\n{board}{stats_text(self.outputs)}\n{self.verdict()}"
 
     def markdown(self) -> str:
-        return f"## Validation\n\n{self.heading()}\n{stats_markdown(self.outputs)}\n\n{self.verdict()}\n"
+        board = f"\n{self.measured}\n" if self.measured else ""
+        return (f"## Validation\n\n{self.heading()}\n{board}{stats_markdown(self.outputs)}\n\n"
+                f"{self.verdict()}\n")
 
     def to_json(self) -> dict:
         return {"model": self.model, "where": self.where, "reference": self.reference,
-                "inputs": self.inputs, "count": self.count, "ok": self.ok,
+                "inputs": self.inputs, "count": self.count, "ok": self.ok, "measured": self.measured,
                 "outputs": [st.to_json() for st in self.outputs]}
 
 
@@ -117,8 +121,10 @@ def validate(model, inputs=None, board=None, target: str | None = None, count: i
     work = Path(out_dir).resolve() if keep else Path(tempfile.mkdtemp(prefix="eerie-validate-"))
     try:
         got = run_compiled(res, brd, arrays, work, timeout)
-        result = ValidationResult(str(model), brd.name if brd is not None else "host",
-                                  reference_name(path), source, n)
+        where = brd.name if brd is not None else "host" if res.target == "host" else \
+            f"host (C generated for {res.target})"
+        result = ValidationResult(str(model), where, reference_name(path), source, n,
+                                  measured=_measured(res.report, brd))
         for k, (spec, g, r) in enumerate(zip(out_specs, got, refs)):
             if g.shape != r.shape or g.dtype != r.dtype:
                 raise EerieError(f"output {k}: the compiled model gives {g.dtype} {list(g.shape[1:])}, "
@@ -135,6 +141,19 @@ def validate(model, inputs=None, board=None, target: str | None = None, count: i
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _measured(report: dict, brd) -> str:
+    """One line of the board run's measurements (all inputs ran in one boot)."""
+    if brd is None:
+        return ""
+    per = report.get("instructions_per_inference") or []
+    most = report.get("instructions")
+    insns = f"{most:,} instructions per inference (most)" if most else "instructions not measured"
+    if per:
+        insns = f"{max(per):,} instructions per inference (most; least {min(per):,})"
+    return (f"{brd.name}: one QEMU boot, {insns}, flash {report.get('flash_bytes', 0):,} B, "
+            f"static RAM {report.get('ram_static_bytes', 0):,} B")
 
 
 def _given(inputs):

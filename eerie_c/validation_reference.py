@@ -56,7 +56,10 @@ def _tflm(model, arrays, n_outputs, bar) -> list[list[np.ndarray]]:
     for i in range(len(arrays[0])):
         for k, x in enumerate(arrays):
             it.set_input(x[i], k)
-        it.invoke()
+        try:
+            it.invoke()
+        except Exception as e:   # TFLM refuses the input (an index out of range, say)
+            raise EerieError(_failed(i, e)) from None
         outs.append([it.get_output(k).copy() for k in range(n_outputs)])
         bar.step()
     return outs
@@ -73,7 +76,15 @@ def _torch(model, arrays, bar) -> list[list[np.ndarray]]:
     outs = []
     with torch.no_grad():
         for i in range(len(arrays[0])):
-            result = module(*(torch.from_numpy(np.array(x[i])) for x in arrays))
+            try:
+                result = module(*(torch.from_numpy(np.array(x[i])) for x in arrays))
+            except Exception as e:   # an index input out of range, say
+                raise EerieError(_failed(i, e)) from None
             outs.append([t.detach().numpy() for t in tree_leaves(result) if isinstance(t, torch.Tensor)])
             bar.step()
     return outs
+
+
+def _failed(i: int, e: Exception) -> str:
+    return (f"the reference failed on input {i} ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+            f"random integer inputs may be out of range for the model (indices): give --inputs")

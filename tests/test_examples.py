@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_board_tools
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -33,6 +35,8 @@ COVERED = {
     "torch_cond/run.py": "test_torch_cond_example",
     "torch_int8/run.py": "test_torch_int8_example",
     "micro_speech/run.py": "test_micro_speech_example",
+    "validate/mlperf_kws_stm32.py": "test_validate_mlperf_on_stm32_example",
+    "validate/pt2e_int8_host.py": "test_validate_pt2e_int8_example",
 }
 
 
@@ -168,3 +172,27 @@ def test_run_example_sets_up_then_runs_the_board_example(tmp_path):
     (tmp_path / "examples" / "run_on_board.sh").write_text('echo "run_on_board $*"\n')
     text = _run(["bash", str(tmp_path / "examples" / "run_example.sh")], cwd="/", timeout=30)
     assert text.splitlines() == [f"setup in {tmp_path.resolve()}", "run_on_board mps2-an386"]
+
+
+def test_validate_mlperf_on_stm32_example(tmp_path):
+    """`eerie-c validate` of the MLPerf kws model on netduinoplus2 with its .npz inputs: 50
+    inputs in one boot, every one bit-exact with TFLM, the validation in report.json."""
+    require_board_tools("netduinoplus2")
+    out = tmp_path / "vk"
+    text = _run([sys.executable, str(EXAMPLES / "validate" / "mlperf_kws_stm32.py"), "--out", str(out)],
+                cwd=tmp_path)
+    assert "within contract    50 / 50  (bit-exact)" in text and "PASS" in text, text
+    report = json.loads((out / "validate" / "report.json").read_text())
+    assert report["board"] == "netduinoplus2" and len(report["instructions_per_inference"]) == 50
+    assert report["validation"]["ok"] and report["validation"]["outputs"][0]["bit_exact"] == 50
+
+
+def test_validate_pt2e_int8_example(tmp_path):
+    """The PT2E int8 program validated on the host: 50 random inputs within one output step."""
+    import torchao  # noqa: F401  (CI installs torchao: a missing one errors, never skips)
+    out = tmp_path / "vp"
+    text = _run([sys.executable, str(EXAMPLES / "validate" / "pt2e_int8_host.py"), "--out", str(out)],
+                cwd=tmp_path)
+    assert re.search(r"within contract    50 / 50  \(\|err\| <= 1 output step \([0-9.e-]+\)\)", text), text
+    v = json.loads((out / "validate" / "report.json").read_text())["validation"]
+    assert v["ok"] and v["reference"] == "PyTorch eager" and v["outputs"][0]["top1_agreement"] >= 0.9

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -30,7 +28,9 @@ import torch
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+if (HERE.parents[1] / "eerie_c").is_dir():   # run from a source checkout: use its eerie_c
+    sys.path.insert(0, str(HERE.parents[1]))
+from eerie_c.cli import main as main_cli  # noqa: E402
 
 
 class SmallCNN(nn.Module):
@@ -73,12 +73,9 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     pt2 = save_int8_program(out / "small_cnn_int8.pt2")
     print(f"saved the PT2E int8 program: {pt2}")
-    cmd = [sys.executable, "-m", "eerie_c.cli", "validate", str(pt2), "--count", "50",
-           "-o", str(out / "validate")]
-    print("$ eerie-c " + " ".join(cmd[3:]), flush=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(cmd, env=env).returncode
-
+    cmd = ["validate", str(pt2), "--count", "50", "-o", str(out / "validate")]
+    print("$ eerie-c " + " ".join(cmd), flush=True)
+    return main_cli(cmd)   # the command line, in this process: torch is imported once
 
 if __name__ == "__main__":
     sys.exit(main())
