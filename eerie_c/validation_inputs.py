@@ -23,14 +23,14 @@ def _load(path: Path):
 
 def read_inputs(path) -> list[tuple[str, np.ndarray]]:
     """(key, array) pairs in file order: a .npz's arrays under their keys, a .npy's one array,
-    or a directory's *.npy files in name order, each one inference or a batch of them
-    (concatenated: one input only)."""
+    or for a directory one pair whose value is the list of its *.npy files and arrays in name
+    order, each one inference or a batch of them (one input only; match_inputs joins them)."""
     p = Path(path)
     if p.is_dir():
         files = sorted(p.glob("*.npy"))
         if not files:
             raise EerieError(f"{p}: the directory holds no .npy files")
-        return [("", _stack_dir([(f, _load(f)) for f in files]))]
+        return [("", [(f, _load(f)) for f in files])]   # batched by match_inputs
     if not p.exists():
         raise EerieError(f"{p}: no such file")
     data = _load(p)
@@ -42,17 +42,16 @@ def read_inputs(path) -> list[tuple[str, np.ndarray]]:
         return [(k, data[k]) for k in data.files]
 
 
-def _stack_dir(arrays: list[tuple[Path, np.ndarray]]) -> np.ndarray:
-    """A directory's files as one array: each is one inference (all the same shape) or a batch."""
-    shapes = {a.shape for _, a in arrays}
-    if len(shapes) == 1:
-        return np.stack([a for _, a in arrays]) if len(arrays) > 1 else arrays[0][1][None]
-    inner = {a.shape[1:] for _, a in arrays}
-    if len(inner) == 1:   # batches of different lengths
-        return np.concatenate([a for _, a in arrays])
-    a, b = arrays[0], next(x for x in arrays if x[1].shape != arrays[0][1].shape)
-    raise EerieError(f"{a[0].parent}: files of different shapes ({a[0].name} {list(a[1].shape)}, "
-                     f"{b[0].name} {list(b[1].shape)})")
+def _batched(a: np.ndarray, shape: tuple, dtype, what: str, want: str) -> np.ndarray:
+    """`a` as [N, ...shape]: one inference of exactly `shape`, or already a batch of them."""
+    if a.dtype != dtype:
+        raise EerieError(f"{what}: dtype {a.dtype}, but the model's {want} is {dtype} {list(shape)}")
+    if tuple(a.shape) == shape:
+        return a[None]
+    if a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape:
+        return a
+    raise EerieError(f"{what}: shape {list(a.shape)}, but the model's {want} is {list(shape)} "
+                     f"(or [N, {', '.join(map(str, shape))}] for N inferences)")
 
 
 def match_inputs(specs: list[dict], given: list[tuple[str, np.ndarray]], source: str) -> list[np.ndarray]:
@@ -60,6 +59,8 @@ def match_inputs(specs: list[dict], given: list[tuple[str, np.ndarray]], source:
     .npz's keys are the inputs' names, or arr_0, arr_1, ... in the inputs' order (what
     np.savez writes for arrays given without names); a .npy or a directory: one input."""
     names = [s.get("name") or "" for s in specs]
+    if not given:
+        raise EerieError(f"{source}: no arrays, but the model has {len(specs)} input(s) {names}")
     keys = [k for k, _ in given]
     by_key = dict(given)
     if keys[0]:   # a .npz, or a dict
@@ -79,14 +80,10 @@ def match_inputs(specs: list[dict], given: list[tuple[str, np.ndarray]], source:
         shape, dtype = tuple(spec["shape"]), np.dtype(DTYPE_NP[spec["dtype"]])
         what = f"{source}" + (f"[{key!r}]" if key else "")
         want = f"input {k} {names[k]!r}" if names[k] else f"input {k}"
-        if a.dtype != dtype:
-            raise EerieError(f"{what}: dtype {a.dtype}, but the model's {want} is {dtype} "
-                             f"{list(shape)}")
-        if tuple(a.shape) == shape:
-            a = a[None]
-        elif not (a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape):
-            raise EerieError(f"{what}: shape {list(a.shape)}, but the model's {want} is {list(shape)} "
-                             f"(or [N, {', '.join(map(str, shape))}] for N inferences)")
+        if isinstance(a, list):   # a directory's files, in name order
+            a = np.concatenate([_batched(x, shape, dtype, str(f), want) for f, x in a])
+        else:
+            a = _batched(a, shape, dtype, what, want)
         out.append(np.ascontiguousarray(a))
     counts = {len(a) for a in out}
     if len(counts) > 1:

@@ -125,6 +125,28 @@ def test_float_model_random_inputs(tmp_path):
     assert st.contract.startswith("|err| <= 1e-05 |ref|") and st.cosine > 0.999999
 
 
+def test_directory_of_npy_files(tmp_path, capsys):
+    """A directory: single inferences and a batch, in file-name order, 5 inferences in all;
+    the compiled outputs (eerie_c.run on the same 5, in that order) are the validated ones."""
+    model = _float_model(tmp_path / "f.tflite")
+    xs = np.random.default_rng(2).standard_normal((5, 1, 8)).astype(np.float32)
+    d = tmp_path / "inputs"
+    d.mkdir()
+    np.save(d / "a.npy", xs[0])
+    np.save(d / "b.npy", xs[1:4])
+    np.save(d / "c.npy", xs[4])
+    res = eerie_c.validate(model, inputs=d)
+    assert res.ok and res.count == 5 and res.outputs[0].compared == 5
+    ref = tflm_run(model, [xs])[0]
+    (got,), _ = eerie_c.run(model, [xs])
+    err = np.abs(got.astype(np.float64) - ref)
+    assert res.outputs[0].max_abs_error == err.max() and res.outputs[0].bit_exact == \
+        sum(np.array_equal(g, r) for g, r in zip(got, ref))
+    np.save(d / "d.npy", np.zeros((2, 8), np.float32))
+    assert main(["validate", str(model), "--inputs", str(d)]) == 2
+    assert "d.npy: shape [2, 8], but the model's input 0 'x' is [1, 8]" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("case,message", [
     ("shape", "in.npz['y']: shape [4, 1, 8], but the model's input 1 'y' is [1, 16]"),
     ("dtype", "in.npz['x']: dtype float32, but the model's input 0 'x' is int8 [1, 16]"),
@@ -133,6 +155,7 @@ def test_float_model_random_inputs(tmp_path):
     ("key", "in.npz: arrays ['x', 'z'] do not match the model's input(s) ['x', 'y']"),
     ("count", "in.npz: the arrays hold different numbers of inferences [3, 4]"),
     ("labels", "labels.npy: 3 labels for 4 inputs"),
+    ("count and inputs", "--count is for random inputs"),
 ])
 def test_bad_inputs_exit_2_with_one_line_and_nothing_written(tmp_path, capsys, case, message):
     model = _int8_model(tmp_path / "m.tflite")
@@ -152,10 +175,13 @@ def test_bad_inputs_exit_2_with_one_line_and_nothing_written(tmp_path, capsys, c
         np.savez(inputs, x=xs[0], z=xs[1])
     elif case == "count":
         np.savez(inputs, x=xs[0][:3], y=xs[1])
-    else:
+    elif case == "labels":
         np.savez(inputs, x=xs[0], y=xs[1])
         np.save(tmp_path / "labels.npy", np.arange(3))
         extra = ["--labels", str(tmp_path / "labels.npy")]
+    else:
+        np.savez(inputs, x=xs[0], y=xs[1])
+        extra = ["--count", "3"]
     out = tmp_path / "val"
     rc = main(["validate", str(model), "--inputs", str(inputs), "-o", str(out), *extra])
     err = capsys.readouterr().err
