@@ -350,11 +350,12 @@ def test_progress_of_a_board_run(models_dir, tmp_path, board, cc):
 
 @pytest.mark.parametrize("cmd,example", [([], "eerie-c model.tflite -o"), (["run"], "eerie-c run model.tflite"),
                                          (["ops"], "eerie-c ops --markdown"), (["boards"], "eerie-c boards"),
-                                         (["check"], "eerie-c check model.py:Net")])
+                                         (["check"], "eerie-c check model.py:Net"),
+                                         (["validate"], "eerie-c validate model.tflite")])
 def test_help_has_examples_for_every_command(cmd, example):
     h = eerie(*cmd, "--help")
     assert h.returncode == 0 and "examples:" in h.stdout and example in h.stdout, h.stdout
-    assert set(CLI_COMMANDS) == {"run", "ops", "boards", "check"}   # a new command needs a case here
+    assert set(CLI_COMMANDS) == {"run", "ops", "boards", "check", "validate"}   # a new command needs a case here
 
 
 def test_version():

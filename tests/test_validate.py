@@ -118,6 +118,17 @@ def test_a_wrong_compiled_output_exits_1(tmp_path, capsys, monkeypatch):
     assert "FAIL: output 0: 1 of 12 inputs outside bit-exact" in text
 
 
+def test_progress_bar_on_a_terminal(tmp_path):
+    """On a terminal the reference's inferences show a bar counting up to N (redrawn in place);
+    -q shows nothing; the table still goes to stdout."""
+    from test_cli import eerie_tty
+    model = _int8_model(tmp_path / "m.tflite")
+    code, term = eerie_tty("validate", model, "--count", "7")
+    assert code == 0 and "\reerie-c: reference: TFLM" in term and "] 7/7" in term, term
+    code, quiet = eerie_tty("-q", "validate", model, "--count", "7")
+    assert code == 0 and quiet == ""
+
+
 def test_float_model_random_inputs(tmp_path):
     res = eerie_c.validate(_float_model(tmp_path / "f.tflite"), count=10)
     (st,) = res.outputs
