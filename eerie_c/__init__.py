@@ -26,10 +26,11 @@ def check(module, example_args=None, **options):
 
 
 def validate(model, inputs=None, board=None, target=None, count=None, labels=None, out_dir=None,
-             **options):
-    """Compare the compiled model with its reference (TFLM for .tflite, PyTorch for .pt2) on
-    `inputs` (a .npz/.npy/directory path, arrays, or None for random ones): returns an
-    eerie_c.validation.ValidationResult (`.ok`, `.exit_code`, `.text()`, `.outputs`)."""
+             example_args=None, **options):
+    """Compare the compiled model with its reference (TFLM for .tflite, PyTorch for .pt2 or an
+    nn.Module / ExportedProgram) on `inputs` (a .npz/.npy/directory path, arrays, or None for
+    random ones): returns an eerie_c.validation.ValidationResult (`.ok`, `.exit_code`,
+    `.text()`, `.outputs`)."""
     from .validation import validate as _validate
     return _validate(model, inputs, board=board, target=target, count=count, labels=labels,
-                     out_dir=out_dir, **options)
+                     out_dir=out_dir, example_args=example_args, **options)

@@ -82,48 +82,69 @@ class ValidationResult:
 
 def validate(model, inputs=None, board=None, target: str | None = None, count: int | None = None,
              labels=None, out_dir=None, seed: int = 0, timeout: float | None = None,
-             name: str | None = None, **compile_options) -> ValidationResult:
-    """Compile `model` (.tflite or .pt2 path), run `inputs` through it (host, or `board` in one
-    QEMU boot) and through the reference, and compare. `inputs`: a file or directory path (see
-    EXAMPLES), a list of arrays (one per model input, [N, ...shape]), a dict by input name, or
-    None for `count` random inputs (default 20). `labels`: a .npy path or an array of N class
-    indices. With out_dir, the build, report.json (section "validation") and report.md stay
-    there. Bad input raises EerieError before anything is written."""
+             name: str | None = None, example_args=None, **compile_options) -> ValidationResult:
+    """Compile `model`, run `inputs` through it (host, or `board` in one QEMU boot) and through
+    the reference, and compare. `model`: a .tflite or .pt2 path, or an nn.Module (with
+    example_args) / ExportedProgram, saved as a .pt2 first (the reference then runs that
+    program). `inputs`: a file or directory path (see EXAMPLES), a list of arrays (one per
+    model input, [N, ...shape]), a dict by input name, or None for `count` random inputs
+    (default 20). `labels`: a .npy path or an array of N class indices. compile_options:
+    arena_budget, stack_budget, max_iterations, patch, optimize, ... as for compile_model.
+    With out_dir, the build, report.json (section "validation") and report.md stay there. Bad
+    input raises EerieError before anything is written."""
+    run = dict(inputs=inputs, board=board, target=target, count=count, labels=labels,
+               out_dir=out_dir, seed=seed, timeout=timeout)
+    if isinstance(model, (str, Path)):
+        if example_args is not None:
+            raise EerieError("example_args is only for nn.Module programs, not model files")
+        return _validate_file(Path(model), str(model), name, run, compile_options)
+    import torch
+    from .frontend.torch.capture import export_program
+    from .python_api import _name
+    ep = export_program(model, example_args)
+    name = _name(model, name, board)
+    with tempfile.TemporaryDirectory(prefix="eerie-validate-pt2-") as d:
+        path = Path(d) / f"{name}.pt2"
+        torch.export.save(ep, str(path))
+        return _validate_file(path, f"{type(model).__name__} (torch.export)", name, run, compile_options)
+
+
+def _validate_file(path: Path, shown: str, name, run: dict, options: dict) -> ValidationResult:
+    """validate() for a model file; `shown`: what the table calls the model."""
     from .pipeline import _load_and_compile, report_files
     from .output import write_files
     from .runner import run_compiled
-    path = Path(model)
     if not path.is_file():
-        raise EerieError(f"{model}: no such file")
-    if inputs is not None and count is not None:
+        raise EerieError(f"{shown}: no such file")
+    if run["inputs"] is not None and run["count"] is not None:
         raise EerieError("--count is for random inputs; --inputs gives its own number of inputs")
     require_reference(path)
-    given, source = _given(inputs)
-    res, brd = _load_and_compile(path, target, name, board, compile_options.pop("arena_budget", None),
-                                 compile_options.pop("stack_budget", None),
-                                 compile_options.pop("max_iterations", None), None, **compile_options)
+    given, source = _given(run["inputs"])
+    opts = dict(options)
+    res, brd = _load_and_compile(path, run["target"], name, run["board"], opts.pop("arena_budget", None),
+                                 opts.pop("stack_budget", None), opts.pop("max_iterations", None), None, **opts)
     if getattr(res.graph, "dynamic_dims", None) is not None:
-        raise EerieError(f"{model}: validate does not support programs with dynamic sizes")
+        raise EerieError(f"{shown}: validate does not support programs with dynamic sizes")
     specs = res.report["inputs"]
     if given is None:
-        n = DEFAULT_COUNT if count is None else count
-        arrays = random_inputs(specs, _float_ranges(res.graph), n, seed)
-        source = f"random, seed {seed}"
+        n = DEFAULT_COUNT if run["count"] is None else run["count"]
+        arrays = random_inputs(specs, _float_ranges(res.graph), n, run["seed"])
+        source = f"random, seed {run['seed']}"
     else:
         arrays = match_inputs(specs, given, source)
     n = len(arrays[0])
-    label_arr = _labels(labels, n)
+    label_arr = _labels(run["labels"], n)
     out_specs = res.report["outputs"]
     if label_arr is not None and not any(_classifier(s) for s in out_specs):
         raise EerieError("--labels: no output of the model is a classifier (one score vector per input)")
     refs = run_reference(path, arrays, len(out_specs))
-    keep = out_dir is not None
-    work = Path(out_dir).resolve() if keep else Path(tempfile.mkdtemp(prefix="eerie-validate-"))
+    keep = run["out_dir"] is not None
+    work = Path(run["out_dir"]).resolve() if keep else Path(tempfile.mkdtemp(prefix="eerie-validate-"))
     try:
-        got = run_compiled(res, brd, arrays, work, timeout)
+        got = run_compiled(res, brd, arrays, work, run["timeout"])
         where = brd.name if brd is not None else "host" if res.target == "host" else \
             f"host (C generated for {res.target})"
-        result = ValidationResult(str(model), where, reference_name(path), source, n,
+        result = ValidationResult(shown, where, reference_name(path), source, n,
                                   measured=_measured(res.report, brd))
         for k, (spec, g, r) in enumerate(zip(out_specs, got, refs)):
             if g.shape != r.shape or g.dtype != r.dtype:

@@ -244,6 +244,9 @@ def test_pt2_float_host(tmp_path):
     (st,) = res.outputs
     assert res.ok and st.compared == 8 and st.contract == "|err| <= 1e-05 max(1, max|ref|)"
     assert res.reference == "PyTorch eager" and st.top1_agreement == 1.0
+    # the module itself, exported here: the same program, the same contract
+    res = eerie_c.validate(net, example_args=(x,), count=3)
+    assert res.ok and res.model == "Sequential (torch.export)" and res.outputs[0].compared == 3
 
 
 def test_pt2e_int8_host_within_one_step(tmp_path):
