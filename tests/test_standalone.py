@@ -1,4 +1,4 @@
-"""A clone of the repository is all a user needs: nothing tracked refers to a `../shared` folder
+"""A clone of the repository is all a user needs: nothing tracked refers to a folder
 beside the checkout, and the models the tests use ship inside the project."""
 from __future__ import annotations
 
