@@ -4,7 +4,8 @@ Every `import` counts, including those inside functions (a cycle hidden in a fun
 still a cycle); only `if TYPE_CHECKING:` blocks (annotations) are left out. The stages, from
 the bottom: utilities (errors, version, resources, progress, templating, report_text, names)
 -> ir -> frontend -> passes -> kernels -> plan -> emit -> verify / toolchain -> pipeline (with
-budgets, estimate, report, dynamic_io) -> runner, python_api, checker, api -> cli.
+budgets, estimate, report, dynamic_io) -> runner, python_api, checker, api -> validation
+(`eerie-c validate`: its helpers validation_* beside it) -> cli.
 """
 import ast
 from pathlib import Path
@@ -14,7 +15,7 @@ import eerie_c
 PACKAGE = Path(eerie_c.__file__).parent
 
 # What each stage must never import (directly, anywhere in its modules).
-ENTRY = {"pipeline", "runner", "python_api", "checker", "api", "cli", "__init__"}
+ENTRY = {"pipeline", "runner", "python_api", "checker", "api", "validation", "cli", "__init__"}
 FORBIDDEN = {
     "ir": {"frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
     "frontend": {"passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
@@ -27,8 +28,9 @@ FORBIDDEN = {
     "templating": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
     "report_text": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
     "pipeline": ENTRY - {"pipeline"},
-    "runner": {"python_api", "checker", "api", "cli", "__init__"},
-    "python_api": {"checker", "api", "cli", "__init__"},
+    "runner": {"python_api", "checker", "api", "validation", "cli", "__init__"},
+    "python_api": {"checker", "api", "validation", "cli", "__init__"},
+    "validation": {"cli", "__init__"},
 }
 
 
