@@ -88,7 +88,7 @@ def validate(model, inputs=None, board=None, target: str | None = None, count: i
     example_args) / ExportedProgram, saved as a .pt2 first (the reference then runs that
     program). `inputs`: a file or directory path (see EXAMPLES), a list of arrays (one per
     model input, [N, ...shape]), a dict by input name, or None for `count` random inputs
-    (default 20). `labels`: a .npy path or an array of N class indices. compile_options:
+    (default 20; with `inputs`, `count` takes the first N). `labels`: a .npy path or an array of N class indices. compile_options:
     arena_budget, stack_budget, max_iterations, patch, optimize, ... as for compile_model.
     With out_dir, the build, report.json (section "validation") and report.md stay there. Bad
     input raises EerieError before anything is written."""
@@ -116,8 +116,6 @@ def _validate_file(path: Path, shown: str, name, run: dict, options: dict) -> Va
     from .runner import run_compiled
     if not path.is_file():
         raise EerieError(f"{shown}: no such file")
-    if run["inputs"] is not None and run["count"] is not None:
-        raise EerieError("--count is for random inputs; --inputs gives its own number of inputs")
     require_reference(path)
     given, source = _given(run["inputs"])
     opts = dict(options)
@@ -132,6 +130,11 @@ def _validate_file(path: Path, shown: str, name, run: dict, options: dict) -> Va
         source = f"random, seed {run['seed']}"
     else:
         arrays = match_inputs(specs, given, source)
+        if run["count"] is not None:   # the first N of them
+            if not 1 <= run["count"] <= len(arrays[0]):
+                raise EerieError(f"--count {run['count']}: {source} holds {len(arrays[0])} input(s)")
+            arrays = [a[:run["count"]] for a in arrays]
+            source += f", the first {run['count']}"
     n = len(arrays[0])
     label_arr = _labels(run["labels"], n)
     out_specs = res.report["outputs"]
@@ -242,7 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", default=None, metavar="FILE.npz|FILE.npy|DIR",
                    help="the inputs (default: random ones of the right dtype and range)")
     p.add_argument("--count", type=int, default=None, metavar="N",
-                   help=f"number of random inputs (default {DEFAULT_COUNT})")
+                   help=f"number of random inputs (default {DEFAULT_COUNT}); with --inputs, use the first N")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--labels", default=None, metavar="FILE.npy",
                    help="one integer class per input: accuracy of the compiled model and the reference")

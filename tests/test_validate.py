@@ -148,6 +148,7 @@ def test_directory_of_npy_files(tmp_path, capsys):
     np.save(d / "c.npy", xs[4])
     res = eerie_c.validate(model, inputs=d)
     assert res.ok and res.count == 5 and res.outputs[0].compared == 5
+    assert eerie_c.validate(model, inputs=d, count=2).outputs[0].compared == 2   # the first 2
     ref = tflm_run(model, [xs])[0]
     (got,), _ = eerie_c.run(model, [xs])
     err = np.abs(got.astype(np.float64) - ref)
@@ -166,7 +167,7 @@ def test_directory_of_npy_files(tmp_path, capsys):
     ("key", "in.npz: arrays ['x', 'z'] do not match the model's input(s) ['x', 'y']"),
     ("count", "in.npz: the arrays hold different numbers of inferences [3, 4]"),
     ("labels", "labels.npy: 3 labels for 4 inputs"),
-    ("count and inputs", "--count is for random inputs"),
+    ("count and inputs", "--count 5: "),
 ])
 def test_bad_inputs_exit_2_with_one_line_and_nothing_written(tmp_path, capsys, case, message):
     model = _int8_model(tmp_path / "m.tflite")
@@ -192,7 +193,7 @@ def test_bad_inputs_exit_2_with_one_line_and_nothing_written(tmp_path, capsys, c
         extra = ["--labels", str(tmp_path / "labels.npy")]
     else:
         np.savez(inputs, x=xs[0], y=xs[1])
-        extra = ["--count", "3"]
+        extra = ["--count", "5"]
     out = tmp_path / "val"
     rc = main(["validate", str(model), "--inputs", str(inputs), "-o", str(out), *extra])
     err = capsys.readouterr().err
