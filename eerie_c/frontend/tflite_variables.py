@@ -9,7 +9,7 @@ sits directly in the init of a top-level CALL_ONCE, assigns a constant, and ever
 READ_VARIABLE of it comes after that CALL_ONCE (at the top level or inside a later op's
 regions): the init runs before anything reads it, on every first invocation (NAME_reset_state()
 runs it again, with the same value), and nothing else writes it. Each such read becomes the
-constant; a variable nobody reads any more loses its assignment and its state. Then each MUL
+constant (except a read that is a graph output: it stays a copy); a variable nobody reads any more loses its assignment and its state. Then each MUL
 whose inputs are all constants is evaluated as TFLM's kernel computes it (float32: the float
 product clamped to the activation range; int8: (a - zp_a) * (b - zp_b) requantized by
 scale_a * scale_b / scale_out, TFLM's MultiplyByQuantizedMultiplier, clamped), so the weights
@@ -67,8 +67,8 @@ def _fold_reads(g: Graph) -> None:
         for op, _, ops in list(_walk(g.ops)):
             if op.kind == "READ_VARIABLE" and var in op.inputs:
                 y = g.t(op.outputs[0])
-                if y.dtype != g.t(value).dtype or y.size != data.size:
-                    continue   # left to the kernels' checks
+                if y.dtype != g.t(value).dtype or y.size != data.size or y.id in g.outputs:
+                    continue   # left to the kernels' checks; a graph output is never a constant
                 y.data = np.asarray(data).reshape(y.shape).copy()
                 _drop(ops, op)
         if not any(var in op.inputs for op, _, _ in _walk(g.ops)):

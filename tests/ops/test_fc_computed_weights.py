@@ -124,3 +124,22 @@ def test_fc_computed_bias_float(tmp_path):
     masks = np.ones((2, UNITS, DEPTH), np.float32)
     bs = random_inputs([UNITS], "float32", 2, seed=7)
     assert_matches_tflm(mask_input_fc("float32", computed_bias=True), [xs, masks, bs], tmp_path)
+
+
+def test_constant_variable_read_as_graph_output(tmp_path):
+    """A constant variable whose read is also a graph output: that read stays a run-time copy
+    (a graph output is never a constant); the FULLY_CONNECTED's weights still fold."""
+    wdata, _ = _weights_and_mask("float32")
+    mb = ModelBuilder()
+    x = mb.input([1, DEPTH], "float32")
+    call_once(mb, {"kernel": (wdata, "float32", {})})
+    hk = handle(mb, "kernel")
+    k1, k2 = mb.tensor([UNITS, DEPTH], "float32"), mb.tensor([UNITS, DEPTH], "float32")
+    mb.op("READ_VARIABLE", [hk], [k1])
+    mb.op("READ_VARIABLE", [hk], [k2])
+    y = mb.tensor([1, UNITS], "float32")
+    mb.op("FULLY_CONNECTED", [x, k1, -1], [y], "FullyConnectedOptions", fusedActivationFunction=0)
+    mb.output(y)
+    mb.output(k2)
+    got, _ = assert_matches_tflm(mb.build(), [random_inputs([1, DEPTH], "float32", 2, seed=8)], tmp_path)
+    np.testing.assert_array_equal(got[1][0], wdata.astype(np.float32))
