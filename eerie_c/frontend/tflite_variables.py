@@ -9,9 +9,10 @@ sits directly in the init of a top-level CALL_ONCE, assigns a constant, and ever
 READ_VARIABLE of it comes after that CALL_ONCE (at the top level or inside a later op's
 regions): the init runs before anything reads it, on every first invocation (NAME_reset_state()
 runs it again, with the same value), and nothing else writes it. Each such read becomes the
-constant (except a read that is a graph output: it stays a copy); a variable nobody reads any more loses its assignment and its state. Then each MUL
-whose inputs are all constants is evaluated as TFLM's kernel computes it (float32: the float
-product clamped to the activation range; int8: (a - zp_a) * (b - zp_b) requantized by
+constant (except a read that is a graph output: it stays a copy); a variable nobody reads any
+more loses its assignment and its state, and a CALL_ONCE left with nothing to do loses its flag.
+Then each MUL whose inputs are all constants is evaluated as TFLM's kernel computes it
+(float32: the float product clamped to the activation range; int8: (a - zp_a) * (b - zp_b) requantized by
 scale_a * scale_b / scale_out, TFLM's MultiplyByQuantizedMultiplier, clamped), so the weights
 are constants for the kernels (packed, folded into the bias). A variable written anywhere else
 stays a run-time value: FULLY_CONNECTED then reads its weights at run time
@@ -120,8 +121,23 @@ def _fold_muls(g: Graph) -> None:
     g.ops = ops
 
 
+def _drop_empty_call_once(g: Graph) -> None:
+    """A CALL_ONCE whose init has nothing left but setting its own flag: gone, flag and all."""
+    keep = []
+    for op in g.ops:
+        init = op.regions[1].ops if op.kind == "IF" and op.attrs.get("call_once") else None
+        if init is not None and len(init) == 1 and init[0].kind == "ASSIGN_VARIABLE" \
+                and init[0].outputs == op.inputs \
+                and not any(op.inputs[0] in o.inputs for o, _, _ in _walk(g.ops) if o is not op):
+            del g.tensors[op.inputs[0]]
+            continue
+        keep.append(op)
+    g.ops = keep
+
+
 def fold_constant_variables(g: Graph) -> Graph:
     """Module docstring: constant variables' reads, then the MULs of constants."""
     _fold_reads(g)
+    _drop_empty_call_once(g)
     _fold_muls(g)
     return g

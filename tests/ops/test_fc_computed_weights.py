@@ -93,11 +93,11 @@ def test_pruned_fc_folded(dtype, tmp_path):
     from eerie_c.api import run_model
     _, rep = run_model(tmp_path / "m.tflite", [xs])
     kinds = _kinds(rep)
-    # the weights are constants: no READ_VARIABLE, no MUL, no state but CALL_ONCE's flag
+    # the weights are constants: no READ_VARIABLE, no MUL, no CALL_ONCE, no state
     assert "MUL" not in kinds and "READ_VARIABLE" not in kinds, kinds
     fc = next(o for o in rep["ops"] if o["kind"] == "FULLY_CONNECTED")
     assert "run time" not in (fc.get("choice") or ""), fc
-    assert rep["state_bytes"] <= 4, rep["state_bytes"]
+    assert rep["state_bytes"] == 0 and "CF_IF" not in kinds, (rep["state_bytes"], kinds)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
