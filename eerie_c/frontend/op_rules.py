@@ -257,7 +257,7 @@ def _fully_connected(op, g):
         _fail(op, f"output {list(y.shape)} should hold {x.size // depth} x {units} values")
     if b is not None and b.size != units:
         _fail(op, f"bias {tensor_where(b)} must hold {units} values")
-    _constant_weights(op, w, b)
+    # (computed weights and bias are run-time operands of the kernel: kernels/_fc_runtime.py)
     _weights_dtypes(op, g, x, w, b, y)
     _filter_channels(op, g, w, 0, units)
     _needs_quant(op, g, [x.id, w.id, y.id])

@@ -20,6 +20,8 @@ from ..ir.describe import quote
 from .tflite_control import CONTROL_KINDS, expand_control
 from .flatbuffer_check import malformed, verify_flatbuffer
 from .tensor_checks import check_shape
+from .tflite_shapes import derive_shapes
+from .tflite_variables import fold_constant_variables
 from .validate import check_graph
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
@@ -162,7 +164,9 @@ def load_tflite(buf: bytes, name: str, max_iterations: int | None = None) -> Gra
     try:
         verify_flatbuffer(buf)
         g = _load(buf, name, loc, max_iterations)
+        loc[0] = "the model's shapes"
         try:
+            derive_shapes(g)   # the shapes LiteRT derives where the file stores others
             check_graph(g, len(buf))
         except EerieError as e:
             raise _dynamic_shapes(buf, e) from None
@@ -216,6 +220,7 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
         def read(s: int, prefix: str):
             return _read_subgraph(model, buf, s, codes, loc, prefix)
         g = expand_control(g, resources, read, model.SubgraphsLength(), max_iterations)
+        g = fold_constant_variables(g)   # variables that only ever hold a constant
     return g
 
 

@@ -400,7 +400,7 @@ class _Expander:
         self.g.tensors[done] = Tensor(done, (1,), "bool", "true", data=np.ones(1, np.bool_))
         init_g.ops.append(Op("ASSIGN_VARIABLE", [done], [flag], {}, "call_once done", op.index))
         # `if (done) {} else {init}`: the flag starts at zero, so no negation is needed.
-        return Op("IF", [flag], [], {}, f"call_once {op.index}", op.index,
+        return Op("IF", [flag], [], {"call_once": True}, f"call_once {op.index}", op.index,
                   regions=[Graph(f"{self.g.name}_call_once_skip", self.g.tensors, [], [], []), init_g])
 
     # --- state tensors -----------------------------------------------------------------------

@@ -137,6 +137,9 @@ def lower_depthwise_16x8(op, g, ctx):
 def lower_fully_connected_16x8(op, g, ctx):
     what = op_what(op)
     x, w, b, y = operands(op, g, what, 0)
+    if not w.is_const or (b is not None and not b.is_const):
+        raise EerieError(f"{what}: unsupported: weights or bias computed by the graph with int16 "
+                         f"activations (run-time weights: int8 and float32)")
     check_16x8(x, w, y, b, what, ("int64", "int32"))
     if len(w.shape) != 2:
         raise EerieError(f"{what}: expected 2-D weights, got {list(w.shape)}")

@@ -18,6 +18,7 @@ from ._dsp import (acc_bound, constant_channels, fast_requant_consts, has_dsp, p
 from ._quant import activation_range_float, activation_range_int, per_channel_multipliers
 from ._f32 import fc_vars as fc_f32_vars
 from ._fc_formats import choose, encode_s8
+from ._fc_runtime import lower_fc_runtime
 from ._mve import has_mve, lower_fc_mve
 from ._rv import gemm_vars, has_rv
 
@@ -103,6 +104,8 @@ def lower_fully_connected(op, g, ctx):
     x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
     b = g.t(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] else None
     y = g.t(op.outputs[0])
+    if not w.is_const or (b is not None and not b.is_const):   # computed by the graph
+        return lower_fc_runtime(op, g, ctx, x, w, b, y)
     units, depth = w.shape
     batches = x.size // depth
     act = op.attrs.get("fused_activation_function", "NONE")

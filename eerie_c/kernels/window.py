@@ -106,8 +106,11 @@ def conv_window(op, x, w, b, y, what: str) -> Window:
     in_c = x.shape[3]
     out_c, kh, kw, w_in_c = w.shape
     if w_in_c != in_c:
+        # (grouped convolutions were split into one conv per group by
+        # passes/split_grouped_conv.py: what reaches here fits no grouping)
         raise EerieError(f"{what}: weights expect {w_in_c} input channels but the input has "
-                         f"{in_c} (grouped convolution is not supported)")
+                         f"{in_c}, which is no grouped convolution either (groups = input "
+                         f"channels / weight channels must divide the {out_c} filters)")
     return _checked_window(op, x, b, y, out_c, kh, kw, what, "filters")
 
 

@@ -121,10 +121,12 @@ def test_conv_int8_per_tensor(tmp_path, in_zp):
           in_zp=in_zp, act="RELU")
 
 
-def test_conv_rejects_grouped(tmp_path):
+def test_conv_rejects_ungroupable(tmp_path):
+    """4 input channels, weights of 2: two groups, but 3 filters do not split into them
+    (grouped convolutions themselves: tests/ops/test_conv_grouped.py)."""
     from eerie_c.api import run_model
-    model = conv_model("int8", (1, 5, 5, 4), 4, (3, 3), w_in_c=2)
+    model = conv_model("int8", (1, 5, 5, 4), 3, (3, 3), w_in_c=2)
     p = tmp_path / "g.tflite"
     p.write_bytes(model)
-    with pytest.raises(EerieError, match="CONV_2D"):
+    with pytest.raises(EerieError, match="CONV_2D.*no grouped convolution"):
         run_model(p, [random_inputs([1, 5, 5, 4], "int8", 1)])

@@ -1,0 +1,143 @@
+"""Resource variables that only ever hold a constant, and the MULs they feed, folded at compile
+time (frontend/tflite_control.py has turned variables into state tensors and CALL_ONCE into an
+IF marked `call_once`).
+
+Keras pruning (tfmot) exports a layer's weights and pruning mask as resource variables that a
+CALL_ONCE init subgraph assigns from constants; the main graph reads both and multiplies them
+into the FULLY_CONNECTED weights. Such a variable is a constant when its one ASSIGN_VARIABLE
+sits directly in the init of a top-level CALL_ONCE, assigns a constant, and every
+READ_VARIABLE of it comes after that CALL_ONCE (at the top level or inside a later op's
+regions): the init runs before anything reads it, on every first invocation (NAME_reset_state()
+runs it again, with the same value), and nothing else writes it. Each such read becomes the
+constant (except a read that is a graph output: it stays a copy); a variable nobody reads any
+more loses its assignment and its state, and a CALL_ONCE left with nothing to do loses its flag.
+Then each MUL whose inputs are all constants is evaluated as TFLM's kernel computes it
+(float32: the float product clamped to the activation range; int8: (a - zp_a) * (b - zp_b) requantized by
+scale_a * scale_b / scale_out, TFLM's MultiplyByQuantizedMultiplier, clamped), so the weights
+are constants for the kernels (packed, folded into the bias). A variable written anywhere else
+stays a run-time value: FULLY_CONNECTED then reads its weights at run time
+(kernels/_fc_runtime.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph
+from ..kernels._fixedpoint import multiply_by_quantized_multiplier
+from ..kernels._quant import activation_range_int, quantize_multiplier
+
+
+def _walk(ops, top: int | None = None, region=None):
+    """(op, index of its top-level op, the region list holding it) for every op, nested too."""
+    for k, op in enumerate(ops):
+        t = k if top is None else top
+        yield op, t, (ops if region is None else region)
+        for r in op.regions:
+            yield from _walk(r.ops, t, r.ops)
+
+
+def _constant_variables(g: Graph) -> dict[str, tuple[str, object, list]]:
+    """Variable id -> (constant value id, its ASSIGN_VARIABLE, the list holding it)."""
+    assigns: dict[str, list] = {}
+    for op, top, holder in _walk(g.ops):
+        if op.kind == "ASSIGN_VARIABLE" and op.outputs:
+            assigns.setdefault(op.outputs[0], []).append((op, top, holder))
+    found = {}
+    for var, where in assigns.items():
+        if len(where) != 1:
+            continue
+        op, top, holder = where[0]
+        owner = g.ops[top]
+        value = g.t(op.inputs[0]) if op.inputs and op.inputs[0] is not None else None
+        if not (owner.kind == "IF" and owner.attrs.get("call_once") and len(owner.regions) == 2
+                and holder is owner.regions[1].ops and value is not None and value.is_const):
+            continue
+        reads = [(r, t) for r, t, _ in _walk(g.ops) if r.kind == "READ_VARIABLE" and var in r.inputs]
+        if all(t > top for _, t in reads):
+            found[var] = (value.id, op, holder)
+    return found
+
+
+def _drop(ops: list, op) -> None:
+    del ops[next(k for k, o in enumerate(ops) if o is op)]   # by identity, not equality
+
+
+def _fold_reads(g: Graph) -> None:
+    for var, (value, assign, holder) in _constant_variables(g).items():
+        data = g.t(value).data
+        for op, _, ops in list(_walk(g.ops)):
+            if op.kind == "READ_VARIABLE" and var in op.inputs:
+                y = g.t(op.outputs[0])
+                if y.dtype != g.t(value).dtype or y.size != data.size or y.id in g.outputs:
+                    continue   # left to the kernels' checks; a graph output is never a constant
+                y.data = np.asarray(data).reshape(y.shape).copy()
+                _drop(ops, op)
+        if not any(var in op.inputs for op, _, _ in _walk(g.ops)):
+            _drop(holder, assign)
+            del g.tensors[var]
+
+
+def _mul(op, g, a, b, y):
+    """TFLM's MUL of two constants, or None when not folded here."""
+    act = op.attrs.get("fused_activation_function", "NONE") or "NONE"
+    if a.dtype == b.dtype == y.dtype == "float32":
+        lo, hi = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6),
+                  "RELU_N1_TO_1": (-1, 1)}.get(act, (None, None))
+        if lo is None:
+            return None
+        with np.errstate(all="ignore"):
+            out = a.data.astype(np.float32) * b.data.astype(np.float32)
+        fmax = np.finfo(np.float32).max
+        return np.clip(out, max(lo, -fmax), min(hi, fmax)).astype(np.float32)
+    if a.dtype == b.dtype == y.dtype == "int8" and None not in (a.quant, b.quant, y.quant):
+        s1, s2, so = (float(np.float32(t.scale)) for t in (a, b, y))
+        if so == 0:
+            return None
+        m, s = quantize_multiplier(s1 * s2 / so)
+        lo, hi = activation_range_int(act, y)
+        prod = (a.data.astype(np.int64) - a.zero_point) * (b.data.astype(np.int64) - b.zero_point)
+        flat = [min(hi, max(lo, y.zero_point + multiply_by_quantized_multiplier(int(v), m, s)))
+                for v in prod.reshape(-1)]
+        return np.asarray(flat, np.int8).reshape(prod.shape)
+    return None
+
+
+def _fold_muls(g: Graph) -> None:
+    ops = []
+    for op in g.ops:
+        if op.kind == "MUL" and len(op.inputs) == 2 and len(op.outputs) == 1 and not op.regions \
+                and op.outputs[0] not in g.outputs \
+                and all(t is not None and g.t(t).is_const for t in op.inputs):
+            a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+            try:
+                shape = np.broadcast_shapes(a.shape, b.shape)
+            except ValueError:
+                shape = None
+            out = _mul(op, g, a, b, y) if shape == tuple(y.shape) else None
+            if out is not None:
+                y.data = np.broadcast_to(out, y.shape).copy()
+                continue
+        ops.append(op)
+    g.ops = ops
+
+
+def _drop_empty_call_once(g: Graph) -> None:
+    """A CALL_ONCE whose init has nothing left but setting its own flag: gone, flag and all."""
+    keep = []
+    for op in g.ops:
+        init = op.regions[1].ops if op.kind == "IF" and op.attrs.get("call_once") else None
+        if init is not None and len(init) == 1 and init[0].kind == "ASSIGN_VARIABLE" \
+                and init[0].outputs == op.inputs \
+                and not any(op.inputs[0] in o.inputs for o, _, _ in _walk(g.ops) if o is not op):
+            del g.tensors[op.inputs[0]]
+            continue
+        keep.append(op)
+    g.ops = keep
+
+
+def fold_constant_variables(g: Graph) -> Graph:
+    """Module docstring: constant variables' reads, then the MULs of constants."""
+    _fold_reads(g)
+    _drop_empty_call_once(g)
+    _fold_muls(g)
+    return g
