@@ -84,6 +84,48 @@ def state_info(g: Graph, plan: Plan) -> list[dict]:
     return out
 
 
+# x86-64 (System V) passes six integer or pointer arguments in registers and, with gcc's
+# default -mno-accumulate-outgoing-args, pushes the rest around the call: -fstack-usage then
+# calls the caller's frame "dynamic,bounded", which the stack proof rejects. Small models
+# never show it (every kernel is inlined into NAME_invoke), but once NAME_invoke outgrows gcc's
+# inlining limits (an unrolled RNN of a few dozen steps: UNPACK / PACK of one pointer per
+# step) such calls stay out of line. So no call passes more than this many arguments, on any
+# target: a kernel that would take more binds the arena, state and scratch pointers (constant
+# addresses) inside itself, and if the rest (the model's input / output pointers) are still
+# too many, they arrive in one table built in the caller's frame.
+REGISTER_ARGS = 6
+
+
+def call_signature(g: Graph, plan: Plan, low: Lowered, name: str,
+                   bind: bool = True) -> tuple[list[str], list[str], list[str]]:
+    """-> (the kernel's parameters, the call's arguments, the lines that open the kernel's
+    body binding what is not passed). bind=False: every argument passed (the row-band stage,
+    whose call model_rows.c.j2 writes itself)."""
+    tensors = [(f"const {g.t(t).ctype} *in{k}", _ptr(plan, g, t, True, name), t)
+               for k, t in enumerate(low.inputs)]
+    tensors += [(f"{g.t(t).ctype} *out{k}", _ptr(plan, g, t, False, name), t)
+                for k, t in enumerate(low.outputs)]
+    tensors += [(f"{g.t(t).ctype} *state{k}", _ptr(plan, g, t, False, name), t)
+                for k, t in enumerate(low.updates)]
+    if low.scratch_bytes:
+        tensors.append(("uint8_t *scratch", f"{name}_arena + {plan.scratch[low.fn_name].offset}", None))
+    ints = [(f"int {p}", p) for p in low.int_params]
+    if not bind or len(tensors) + len(ints) <= REGISTER_ARGS:
+        return [d for d, _, _ in tensors] + [d for d, _ in ints], \
+            [a for _, a, _ in tensors] + [a for _, a in ints], []
+    fixed = [(d, a) for d, a, t in tensors if t is None or plan.tensors[t].base in ("arena", "state")]
+    passed = [(d, a) for d, a, t in tensors if t is not None and plan.tensors[t].base not in ("arena", "state")]
+    bound = [f"/* {len(fixed)} of its {len(tensors)} buffers at fixed addresses, set here rather "
+             f"than passed: past {REGISTER_ARGS} arguments a call may push them on the stack */\n"] if fixed else []
+    bound += [f"{d} = {a};\n" for d, a in fixed]
+    if len(passed) + len(ints) > REGISTER_ARGS:
+        bound.append("/* the caller's input / output buffers, from one table */\n")
+        bound += [f"{d} = ({d.rsplit('*', 1)[0].strip()} *)io[{k}];\n" for k, (d, _) in enumerate(passed)]
+        table = ", ".join(a for _, a in passed)
+        passed = [("const void *const *io", f"(const void *const[{len(passed)}]){{{table}}}")]
+    return [d for d, _ in passed] + [d for d, _ in ints], [a for _, a in passed] + [a for _, a in ints], bound
+
+
 def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan,
                name: str, target: str, source: str, cflags: str, rows: bool = False) -> dict[str, str]:
     helpers = []
@@ -108,21 +150,12 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
             depth += after
             declares += [d for d in low.declares if d not in declares]
             continue
-        params = [f"const {g.t(tid).ctype} *in{k}" for k, tid in enumerate(low.inputs)]
-        params += [f"{g.t(tid).ctype} *out{k}" for k, tid in enumerate(low.outputs)]
-        params += [f"{g.t(tid).ctype} *state{k}" for k, tid in enumerate(low.updates)]
-        args = [_ptr(plan, g, tid, True, name) for tid in low.inputs]
-        args += [_ptr(plan, g, tid, False, name) for tid in low.outputs]
-        args += [_ptr(plan, g, tid, False, name) for tid in low.updates]
-        if low.scratch_bytes:
-            params.append("uint8_t *scratch")
-            args.append(f"{name}_arena + {plan.scratch[low.fn_name].offset}")
-        params += [f"int {p}" for p in low.int_params]
+        params, args, bound = call_signature(g, plan, low, name, bind=not (rows and low is lowered[0]))
         op = low.op
         shapes = " + ".join("x".join(map(str, g.t(i).shape)) for i in low.inputs) or "-"
         out_shapes = " + ".join("x".join(map(str, g.t(o).shape)) for o in low.outputs)
         functions.append({"name": low.fn_name, "params": ", ".join(params) or "void",
-                          "body": low.body.rstrip("\n"), "comment": low.comment,
+                          "body": "".join(bound) + low.body.rstrip("\n"), "comment": low.comment,
                           "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs,
                           "noinline": low.noinline})
         calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index,

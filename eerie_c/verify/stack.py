@@ -62,6 +62,7 @@ from pathlib import Path
 from ..errors import CompilerBug, EerieError
 from . import ci_cache
 from .c_checker import ALLOCATORS, FORBIDDEN_CALLS
+from .folded import local_function, resolve_folded
 from .lib_stack import ARM_EXTERNAL_STACK
 
 ARM_DEFAULT_ALLOWANCE = 128
@@ -166,7 +167,7 @@ def _compile_ci(c_path: Path, include_dirs: list[Path], cc: str, flags: list[str
     if not ci.exists():
         raise EerieError(f"stack bound: {cc} wrote no call-graph file (needs gcc >= 10 for "
                          "-fcallgraph-info)")
-    text = ci.read_text()
+    text = resolve_folded(ci.read_text(), obj, cc)
     ci_cache.remember(cmd, c_path, text)   # the firmware's `make stack` builds the same again
     with ThreadPoolExecutor(max_workers=1) as pool:   # nm and size at once: both only read
         sizes = pool.submit(object_sizes, cc, obj)
@@ -180,7 +181,8 @@ def _check_frames(funcs: dict, edges: dict) -> None:
         if n["kind"] != "static":
             raise CompilerBug(f"stack bound: function {_base(t)} ({n['where']}) has a "
                               f"{n['kind']} stack frame of {n['frame']}+ bytes: a variable-length "
-                              f"array or alloca survived into the generated code")
+                              f"array or alloca survived into the generated code, or a call pushes "
+                              f"its arguments")
     for src, outs in edges.items():
         for dst, where in outs:
             if dst == "__indirect_call":
@@ -245,6 +247,9 @@ def _deepest(funcs: dict, edges: dict, entry: str, allowance, red_zone: int,
         for dst, where in edges.get(f, []):
             if dst in funcs:
                 d, path = walk(dst)
+            elif local_function(dst):   # folded.py resolves gcc's aliases; never guess a frame
+                raise CompilerBug(f"stack bound: function {_base(f)} calls {_base(dst)}, which "
+                                  f"has no frame in gcc's call graph")
             elif dst in forbidden:
                 raise CompilerBug(f"stack bound: function {_base(f)} calls {dst} "
                                   f"({where or funcs[f]['where']}): an allocator or forbidden "
@@ -362,7 +367,7 @@ def program_stack_bound(ci_files: list[Path], entry: str, handlers: list[str],
     funcs: dict[str, dict] = {}
     edges: dict[str, list[tuple[str, str]]] = {}
     for ci in ci_files:
-        nodes, e = parse_ci(Path(ci).read_text())
+        nodes, e = parse_ci(resolve_folded(Path(ci).read_text(), Path(ci).with_suffix(".o")))
         funcs.update({t: n for t, n in nodes.items() if not n.get("external")})
         for src, outs in e.items():
             edges.setdefault(src, []).extend(outs)

@@ -91,6 +91,79 @@ def test_alloca_frame_rejected(tmp_path, cc, flags):
         stack_bound(c, [], cc, flags, "entry")
 
 
+# Two kernels that compile to the same code: gcc's identical code folding keeps one body and
+# makes the other an alias, which -fcallgraph-info leaves without a node (verify/folded.py).
+FOLDED = """
+#include <stdint.h>
+__attribute__((noinline)) static int32_t sum_a(const int8_t *x)
+{
+    volatile int32_t tmp[64];
+    int32_t acc = 0;
+    int i;
+    for (i = 0; i < 64; ++i) { tmp[i] = x[i]; }
+    for (i = 0; i < 64; ++i) { acc += tmp[i]; }
+    return acc;
+}
+__attribute__((noinline)) static int32_t sum_b(const int8_t *x)
+{
+    volatile int32_t tmp[64];
+    int32_t acc = 0;
+    int i;
+    for (i = 0; i < 64; ++i) { tmp[i] = x[i]; }
+    for (i = 0; i < 64; ++i) { acc += tmp[i]; }
+    return acc;
+}
+int32_t entry(const int8_t *x) { return sum_a(x) + sum_b(x + 64); }
+"""
+
+
+@pytest.mark.parametrize("cc,flags", TOOLCHAINS)
+def test_folded_function_charged_its_body(tmp_path, cc, flags):
+    """A call to a folded function is charged the frame of the body it shares (256 bytes of
+    locals), not an external allowance (128 bytes on Arm): that would be an unsound bound."""
+    r = stack_bound(_write(tmp_path, FOLDED), [], cc, flags, "entry")
+    assert r["externals"] == {}
+    f = r["functions"]
+    body = "sum_a" if "sum_a" in f else "sum_b"
+    assert f[body]["depth"] >= 256   # on x86-64 part of it is in the leaf's red zone
+    assert r["stack_bound_bytes"] == f["entry"]["frame"] + f[body]["depth"]
+
+
+def test_call_without_frame_rejected():
+    """A call to a function of the file that gcc's call graph has no node for (a fold the
+    object does not explain) is never guessed at."""
+    from eerie_c.verify.stack import _deepest
+    funcs = {"entry": {"frame": 16, "kind": "static", "where": "m.c:3:5"}}
+    edges = {"entry": [("/tmp/x/m.c:lost", "m.c:4:5")]}
+    with pytest.raises(CompilerBug, match=r"entry calls lost, which has no frame"):
+        _deepest(funcs, edges, "entry", lambda n: 128, 0)
+
+
+# Eight pointer arguments: x86-64 passes six in registers and, with gcc's default
+# -mno-accumulate-outgoing-args, pushes the rest around the call (emit/c.py REGISTER_ARGS).
+PUSHED = """
+__attribute__((noinline)) void take8(int *a, int *b, int *c, int *d, int *e, int *f, int *g, int *h)
+{
+    *a = *b + *c + *d + *e + *f + *g + *h;
+}
+static int buf[8];
+void entry(void) { take8(buf, buf + 1, buf + 2, buf + 3, buf + 4, buf + 5, buf + 6, buf + 7); }
+"""
+
+
+def test_pushed_arguments_frame_rejected_on_x86_64(tmp_path):
+    """The issue-26 mechanism: on x86-64, gcc calls the frame of a function that pushes call
+    arguments "dynamic,bounded", and the proof keeps rejecting it. Other hosts pass them in
+    registers or a preallocated area, a static frame."""
+    require_tools("gcc")
+    c = _write(tmp_path, PUSHED)
+    if _host_x86_64():
+        with pytest.raises(CompilerBug, match=r"function entry \(m\.c:\d+:\d+\) has a dynamic,bounded"):
+            stack_bound(c, [], "gcc", STRICT, "entry")
+    else:
+        assert stack_bound(c, [], "gcc", STRICT, "entry")["functions"]["entry"]["kind"] == "static"
+
+
 CHAIN = """
 #include <stdint.h>
 #define NOINLINE __attribute__((noinline))
