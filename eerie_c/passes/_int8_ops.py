@@ -24,13 +24,13 @@ SAME_QUANT = {"RELU6", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RESHAPE", "TRANSPOSE",
               "SLICE", "STRIDED_SLICE", "PAD", "PADV2", "MIRROR_PAD", "CONCATENATION", "PACK",
               "UNPACK", "SPLIT", "SPLIT_V", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR",
               "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER", "REDUCE_MAX", "REDUCE_MIN",
-              "BROADCAST_TO", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND"}
+              "BROADCAST_TO", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "REVERSE_V2"}
 # Ops that only move values: with no QUANTIZE after them they still run in int8, keeping the
 # input's parameters (a quantizer does not annotate a view or a flatten).
 MOVES_VALUES = {"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS", "SLICE", "STRIDED_SLICE",
                 "CONCATENATION", "PACK", "UNPACK", "SPLIT", "SPLIT_V", "MAX_POOL_2D",
                 "RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "GATHER",
-                "REDUCE_MAX", "REDUCE_MIN", "BROADCAST_TO", "PAD"}
+                "REDUCE_MAX", "REDUCE_MIN", "BROADCAST_TO", "PAD", "PADV2", "REVERSE_V2"}
 # Ops that change only the layout of the values, not which values there are.
 LAYOUT = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE"}
 # What may sit between an op and the QUANTIZE that gives its result's parameters: the op then
@@ -45,6 +45,22 @@ def int8_kernel_exists(kind: str) -> bool:
     from ..kernels import load_all
     info = load_all().get(kind)
     return info is not None and ("int8" in info.dtypes or "any" in info.dtypes)
+
+
+def covering_quant(quants: list[Quant]) -> Quant:
+    """Per-tensor int8 parameters whose range covers every one of `quants`' ranges: the finest
+    of them that does, or else the union range over 256 levels (zero exactly representable)."""
+    def rng(q):
+        s, z = float(q.scale[0]), int(q.zero_point[0])
+        return (-128 - z) * s, (127 - z) * s
+    lo = min(rng(q)[0] for q in quants)
+    hi = max(rng(q)[1] for q in quants)
+    covering = [q for q in quants if rng(q)[0] <= lo and rng(q)[1] >= hi]
+    if covering:
+        return min(covering, key=lambda q: float(q.scale[0]))
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = float(np.float32((hi - lo) / 255.0))
+    return _quant(scale, int(np.clip(np.round(-128 - lo / scale), -128, 127)))
 
 
 def _quant(scale, zp, axis=0) -> Quant:
@@ -156,10 +172,15 @@ class Folder:
 
     def fold_concat(self, op: Op, ins, out) -> list[Op]:
         """TFLM's int8 CONCATENATION needs every input at the output's parameters: requantize
-        the inputs that differ first."""
+        the inputs that differ first. A float constant (a ViT's class token) is quantized now,
+        at the output's parameters, as the program's QUANTIZE after the float concatenation
+        would quantize those values."""
         g = self.g
         made, new_ins = [], []
         for t in ins:
+            if g.t(t).is_const and g.t(t).dtype == "float32":
+                new_ins.append(self.quantize_const(t, g.t(out).quant))
+                continue
             if g.t(t).is_const or self.same_quant(g.t(t), g.t(out)):
                 new_ins.append(t)
                 continue
@@ -176,18 +197,45 @@ class Folder:
             return None
         acts = [t for t in op.inputs if t is not None and not g.t(t).is_const]
         views = [self.view[t] for t in acts]
+        made: list[Op] = []
+        ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
         if any(not self.same_quant(g.t(v), g.t(views[0])) for v in views[1:]):
-            return None
-        if any(t is not None and g.t(t).is_const and g.t(t).dtype == "float32" for t in op.inputs):
+            if op.kind != "CONCATENATION":
+                return None
+            # A concatenation of values at different parameters (ShuffleNet's identity half
+            # and branch): one set that covers them all, the others requantized into it.
+            quant = covering_quant([g.t(v).quant for v in views])
+            for k, t in enumerate(ins):
+                if not g.t(t).is_const and not self.same_quant(g.t(t), Tensor("", (), "int8", quant=quant)):
+                    r = self.fresh(t, g.t(t).shape, "int8", quant)
+                    made.append(Op("QUANTIZE", [t], [r], {}, f"{op.name}_requant", op.index, op.subgraph))
+                    ins[k] = r
+        else:
+            quant = g.t(views[0]).quant
+        if op.kind == "PADV2" and self.pads_for_max_pool(op):
+            # Padding with -inf for a max pool: the lowest int8 value never wins either.
+            ins[2] = self.fresh(op.inputs[2], (), "int8", quant, np.array(-128, np.int8))
+        if any(t is not None and g.t(t).is_const and g.t(t).dtype == "float32" for t in ins):
             return None   # a float pad value and the like
-        quant = g.t(views[0]).quant
         outs = []
         for y in op.outputs:
             v = self.fresh(y, g.t(y).shape, "int8", quant)
             self.view[y] = v
             outs.append(v)
-        ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
-        return [Op(op.kind, ins, outs, dict(op.attrs), op.name, op.index, op.subgraph)]
+        return made + [Op(op.kind, ins, outs, dict(op.attrs), op.name, op.index, op.subgraph)]
+
+    def pads_for_max_pool(self, op: Op) -> bool:
+        """PADV2 with -inf (the frontend's explicit padding of a max pool) read only by max
+        pools: in int8 the pad value -128 gives the same maxima, since every window holds
+        at least one input value."""
+        g = self.g
+        value = g.t(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
+        if value is None or not value.is_const or value.dtype != "float32" or value.size != 1 \
+                or not np.isneginf(value.data).all():
+            return False
+        readers = g.readers(regions=True).get(op.outputs[0], [])
+        return bool(readers) and op.outputs[0] not in g.outputs \
+            and all(r.kind == "MAX_POOL_2D" and r.inputs[0] == op.outputs[0] for r in readers)
 
     # ---- constants ------------------------------------------------------------------------
 
@@ -245,6 +293,16 @@ class Folder:
                     return qv.astype(np.int8), quant
         return self.refuse("its weights are not the dequantization of int8 weights "
                            "(the quantizer left them in float)")
+
+    def quantize_const(self, t: str, quant: Quant) -> str:
+        """An int8 copy of float constant `t` at per-tensor `quant`, rounded as PT2E's
+        quantize_per_tensor (and the QUANTIZE kernel for it) rounds: rint(x * float32(1 /
+        scale)) + zero point, half to even, saturated."""
+        scale, zp = float(quant.scale[0]), int(quant.zero_point[0])
+        x = self.g.t(t).data.astype(np.float32)
+        q = np.rint(x * np.float32(1.0 / scale)).astype(np.float64) + zp
+        return self.fresh(t, self.g.t(t).shape, "int8", _quant(scale, zp),
+                          np.clip(q, -128, 127).astype(np.int8))
 
     def const_operands(self, op: Op, ins, out):
         """Float constant operands of an element-wise op, quantized on their own range (asymmetric

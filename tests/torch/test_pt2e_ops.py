@@ -84,6 +84,7 @@ OPS = {
     "conv_transpose": Fn(lambda x: x),   # replaced below (shape change)
     "bmm": SelfMatmul(),
     "cat": CatSelf(),
+    "flip": Fn(lambda x: x.flip(1, 3)),   # two REVERSE_V2 (dims not adjacent)
 }
 # op family -> IR kinds that must be int8 in the compiled program
 EXPECT = {
@@ -93,6 +94,7 @@ EXPECT = {
      "max_pool": {"MAX_POOL_2D"}, "mean": {"MEAN", "SUB"},
     "pad": {"PAD"}, "permute": {"TRANSPOSE"}, "grouped_conv": {"CONV_2D", "CONCATENATION"},
     "conv_transpose": {"TRANSPOSE_CONV"}, "bmm": {"BATCH_MATMUL"}, "cat": {"CONCATENATION"},
+    "flip": {"REVERSE_V2"},
 }
 
 

@@ -119,3 +119,12 @@ def test_dynamic_sizes_on_board(which):
         _, report = compare_seq(SeqModel(), seq_inputs([(1, 3), (3, 12), (2, 7)]), (torch.randn(2, 6, 5),),
                                 ({0: Dim("batch", max=3), 1: Dim("seq", min=3, max=12)},), board=BOARD)
         assert report["board"] == BOARD and len(report["instructions_per_inference"]) == 3
+
+
+def test_bidirectional_two_layer_lstm():
+    """nn.LSTM, bidirectional and two layers deep (the reverse direction's flips are
+    REVERSE_V2 ops), batch_first: on the board as on the host."""
+    from test_rnn_stacked import Recurrent
+    torch.manual_seed(3)
+    xs = np.random.default_rng(9).standard_normal((2, 1, 5, 8)).astype(np.float32)
+    on_board(Recurrent(torch.nn.LSTM, True, 2, True), xs, (torch.randn(1, 5, 8),))

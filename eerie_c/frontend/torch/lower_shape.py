@@ -1,5 +1,5 @@
 """Lowerings of PyTorch ops that move or select data without computing on it: views and
-reshapes, expand, permute, cat, slice / select / split, constant padding, index_select and
+reshapes, expand, permute, cat, slice / select / split, flip, constant padding, index_select and
 integer-tensor indexing (GATHER), copies that are no-ops, and *_like constants.
 """
 from __future__ import annotations
@@ -108,6 +108,25 @@ def _split(L, node, x, sizes, dim=0):
         outs.append(_slice_op(L, x, dim, pos, pos + s, 1))
         pos += s
     return outs
+
+
+@lowers("flip")
+def _flip(L, node, x, dims):
+    """torch.flip: REVERSE_V2 per run of adjacent dims (reversing adjacent dims together is
+    reversing the block they span, which is what the kernel does; TFLM wants them adjacent)."""
+    x = L.ensure_act(x, node.name)
+    rank = len(L.t(x).shape)
+    axes = sorted({d % rank for d in dims if L.t(x).shape[d % rank] > 1})
+    runs: list[list[int]] = []
+    for a in axes:
+        if runs and runs[-1][-1] == a - 1:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    for run in runs:
+        x = L.op("REVERSE_V2", [x, L.const(np.array(run, np.int32), "int32", "axes")],
+                 L.t(x).shape, L.t(x).dtype)
+    return x
 
 
 @lowers("constant_pad_nd")
