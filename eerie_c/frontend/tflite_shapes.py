@@ -96,7 +96,7 @@ def _squeeze(op, g, x):
 
 def _window(op, g, x):
     """CONV_2D / DEPTHWISE_CONV_2D / the 2-D pools: [batch, out_h, out_w, channels]."""
-    from ..kernels.window import out_size
+    from ..ir.window_size import out_size
     if len(x) != 4:
         return None
     a = op.attrs

@@ -11,7 +11,7 @@ regions): the init runs before anything reads it, on every first invocation (NAM
 runs it again, with the same value), and nothing else writes it. Each such read becomes the
 constant (except a read that is a graph output: it stays a copy); a variable nobody reads any
 more loses its assignment and its state, and a CALL_ONCE left with nothing to do loses its flag.
-Then each MUL whose inputs are all constants is evaluated as TFLM's kernel computes it
+Then (passes/fold_constants.py, the first pass) each MUL whose inputs are all constants is evaluated as TFLM's kernel computes it
 (float32: the float product clamped to the activation range; int8: (a - zp_a) * (b - zp_b) requantized by
 scale_a * scale_b / scale_out, TFLM's MultiplyByQuantizedMultiplier, clamped), so the weights
 are constants for the kernels (packed, folded into the bias). A variable written anywhere else
@@ -23,8 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph
-from ..kernels._fixedpoint import multiply_by_quantized_multiplier
-from ..kernels._quant import activation_range_int, quantize_multiplier
 
 
 def _walk(ops, top: int | None = None, region=None):
@@ -77,50 +75,6 @@ def _fold_reads(g: Graph) -> None:
             del g.tensors[var]
 
 
-def _mul(op, g, a, b, y):
-    """TFLM's MUL of two constants, or None when not folded here."""
-    act = op.attrs.get("fused_activation_function", "NONE") or "NONE"
-    if a.dtype == b.dtype == y.dtype == "float32":
-        lo, hi = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6),
-                  "RELU_N1_TO_1": (-1, 1)}.get(act, (None, None))
-        if lo is None:
-            return None
-        with np.errstate(all="ignore"):
-            out = a.data.astype(np.float32) * b.data.astype(np.float32)
-        fmax = np.finfo(np.float32).max
-        return np.clip(out, max(lo, -fmax), min(hi, fmax)).astype(np.float32)
-    if a.dtype == b.dtype == y.dtype == "int8" and None not in (a.quant, b.quant, y.quant):
-        s1, s2, so = (float(np.float32(t.scale)) for t in (a, b, y))
-        if so == 0:
-            return None
-        m, s = quantize_multiplier(s1 * s2 / so)
-        lo, hi = activation_range_int(act, y)
-        prod = (a.data.astype(np.int64) - a.zero_point) * (b.data.astype(np.int64) - b.zero_point)
-        flat = [min(hi, max(lo, y.zero_point + multiply_by_quantized_multiplier(int(v), m, s)))
-                for v in prod.reshape(-1)]
-        return np.asarray(flat, np.int8).reshape(prod.shape)
-    return None
-
-
-def _fold_muls(g: Graph) -> None:
-    ops = []
-    for op in g.ops:
-        if op.kind == "MUL" and len(op.inputs) == 2 and len(op.outputs) == 1 and not op.regions \
-                and op.outputs[0] not in g.outputs \
-                and all(t is not None and g.t(t).is_const for t in op.inputs):
-            a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-            try:
-                shape = np.broadcast_shapes(a.shape, b.shape)
-            except ValueError:
-                shape = None
-            out = _mul(op, g, a, b, y) if shape == tuple(y.shape) else None
-            if out is not None:
-                y.data = np.broadcast_to(out, y.shape).copy()
-                continue
-        ops.append(op)
-    g.ops = ops
-
-
 def _drop_empty_call_once(g: Graph) -> None:
     """A CALL_ONCE whose init has nothing left but setting its own flag: gone, flag and all."""
     keep = []
@@ -136,8 +90,8 @@ def _drop_empty_call_once(g: Graph) -> None:
 
 
 def fold_constant_variables(g: Graph) -> Graph:
-    """Module docstring: constant variables' reads, then the MULs of constants."""
+    """Module docstring: constant variables' reads become constants (the MULs of constants they
+    feed are folded by passes/fold_constants.fold_constant_muls)."""
     _fold_reads(g)
     _drop_empty_call_once(g)
-    _fold_muls(g)
     return g

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EerieError
+from ..ir.window_size import out_size  # noqa: F401 (plan/patch imports it from here too)
 
 
 @dataclass
@@ -34,15 +35,6 @@ class Window:
         """Stride 1 and as many output rows and columns as input ones: output pixel p is
         computed from input pixel p onwards (what the in-place kernels rely on)."""
         return (self.sh, self.sw, self.out_h, self.out_w) == (1, 1, in_h, in_w)
-
-
-def out_size(padding: str, size: int, k: int, stride: int, dilation: int) -> int:
-    eff = (k - 1) * dilation + 1
-    if padding == "SAME":
-        return (size + stride - 1) // stride
-    if padding == "VALID":
-        return (size + stride - eff) // stride
-    raise ValueError(padding)
 
 
 def pad_before(size: int, out: int, k: int, stride: int, dilation: int) -> int:
