@@ -95,17 +95,19 @@ def _loop_arg(p: argparse.ArgumentParser):
 
 
 def _patch_args(p: argparse.ArgumentParser):
-    p.add_argument("--patch", choices=("auto", "off"), default="off",
-                   help="auto: run the first layers tile by tile (patch-based) when that makes "
-                        "the arena smaller; off (default): layer by layer")
+    from .pipeline import DEFAULT_PATCH, PATCH_MODES
+    p.add_argument("--patch", choices=PATCH_MODES, default=DEFAULT_PATCH,
+                   help="auto (default): run the first layers tile by tile (patch-based) when "
+                        "that makes the arena smaller within --max-recompute; off: always "
+                        "layer by layer")
     p.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT",
                    help="with --patch auto: most growth of the model's estimated instructions "
                         "(per-tile kernel and recomputed halos), in percent; the halos' extra "
                         "MACs stay within it too (default 20)")
     p.add_argument("--input-rows", action="store_true",
                    help="the application pushes the input image in row bands (NAME_input_rows) "
-                        "into a ring of rows, so the whole image never sits in RAM; needs "
-                        "--patch auto (NAME_invoke still takes a whole image)")
+                        "into a ring of rows, so the whole image never sits in RAM; not with "
+                        "--patch off (NAME_invoke still takes a whole image)")
 
 
 def _patching(a) -> dict:

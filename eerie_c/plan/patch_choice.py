@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 from ..ir import Op
 from .arena import Plan, plan_memory
@@ -60,6 +61,7 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     planning."""
     tried, refused = [], []
     best = None
+    arena_of = functools.partial(_arena, g, scratch, inputs_in_arena, {})
     lows = {}   # id(candidate) -> its low-scratch layers and why (_low_scratch)
     # the layers' own kernels' scratch, which they need over a row band too (make_plan)
     ks = [scratch.get(k, ("", 0))[1] for k in range(len(g.ops))]
@@ -104,12 +106,12 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
                 cand = cands[i] = adapt(cand) if adapt is not None else cand   # the ring again
             if cand.cache is not None and growth is not None and forced is None:
                 # the largest kernel scratch sets the stage's: a variant with less (_low_scratch)
-                cand, why, arena = _low_scratch(g, scratch, inputs_in_arena, cand, need,
-                                                band_scratch, adapt, growth, max_recompute)
+                cand, why, arena = _low_scratch(arena_of, cand, need, band_scratch, adapt, growth,
+                                                max_recompute)
                 cands[i] = cand
                 lows.update({id(cand): why} if why else {})
         if arena is None:
-            arena = _arena(g, scratch, inputs_in_arena, cand)
+            arena = arena_of(cand)
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": arena,
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
                       "halo": "cached" if cand.cache is not None else "recomputed",
@@ -143,21 +145,27 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     return best[1], info
 
 
-def _arena(g, scratch, inputs_in_arena: bool, cand: PatchPlan) -> int:
-    return plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
-                       inputs_in_arena=inputs_in_arena).arena_bytes
+def _arena(g, scratch, inputs_in_arena: bool, memo: dict, cand: PatchPlan) -> int:
+    """The arena of g with cand as its first op. The plan sees of the stage only its length,
+    its scratch bytes and its output's shift (collapse, _shifted, lifetimes.py), so stages
+    alike in those share one plan (memo)."""
+    key = (len(cand.ops), cand.scratch_bytes, cand.shift)
+    if key not in memo:
+        memo[key] = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
+                                inputs_in_arena=inputs_in_arena).arena_bytes
+    return memo[key]
 
 
-def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], band_scratch,
+def _low_scratch(arena_of, cand: PatchPlan, need: list[int], band_scratch,
                  adapt, growth, max_recompute: float) -> tuple[PatchPlan, list[dict], int]:
     """A cached stage's scratch block ends with the largest of its layers' kernel scratch (one
     kernel runs at a time). While that largest user is a depthwise layer, try its low-scratch
     variant (kernels/depthwise.py "low_scratch": no sign-extended rows, more instructions);
     keep it when the whole arena shrinks and the estimated growth stays within the bound.
     Returns (the stage, per layer switched: what it saved and cost, for report.md, the
-    stage's arena)."""
+    stage's arena). arena_of(stage): the whole arena with that stage (_arena)."""
     why = []
-    arena = _arena(g, scratch, inputs_in_arena, cand)
+    arena = arena_of(cand)
     while True:
         k = max(range(len(need)), key=lambda j: need[j])
         if need[k] == 0 or cand.layers[k].kind != "DEPTHWISE_CONV_2D" or k in cand.low_scratch:
@@ -170,7 +178,7 @@ def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], 
         var = dataclasses.replace(var, low_scratch=low)
         var = adapt(var) if adapt is not None else var
         pct = growth(var)
-        arena2 = _arena(g, scratch, inputs_in_arena, var)
+        arena2 = arena_of(var)
         if arena2 >= arena or pct > max_recompute:
             return cand, why, arena
         why.append({"layer": cand.ops[k].name.split(";")[0], "index": k,
