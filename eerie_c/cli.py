@@ -165,7 +165,7 @@ def cmd_compile(argv):
               f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
     print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, .cmake, report.json, report.md, memory.svg/.png "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
-          f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)")
+          f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)" + _advice(r))
     if a.report:
         from .report import summary_text
         print(summary_text(r))
@@ -186,7 +186,13 @@ def _sources_only(a, name: str, out: str):
     r = res.report
     print(f"eerie-c: wrote {out}/{name}.c, .h, .mk, .cmake and {name}_README.md for {r['target']} "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
-          f"stack bound {r['stack_bound_bytes']} B)")
+          f"stack bound {r['stack_bound_bytes']} B)" + _advice(r))
+
+
+def _advice(r: dict) -> str:
+    """The summary line's end with the generic --target cortex-m (report_text.target_advice)."""
+    from .report_text import target_advice
+    return f"; {target_advice(r)}" if target_advice(r) else ""
 
 
 def _drop_in_readme(res) -> str:

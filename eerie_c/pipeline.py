@@ -25,7 +25,7 @@ from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
-from .estimate import add_estimates, band_work, stage_features, stage_growth
+from .estimate import add_estimates, band_work, core_specific, stage_features, stage_growth
 from .progress import stage
 from .dynamic_io import dynamic_firmware, note_dynamic
 from .names import check_sources, merge_files, model_name
@@ -142,6 +142,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
+    cs = core_specific(report)   # --target cortex-m: what cortex-m4 would save
+    if cs is not None:
+        report["core_specific"] = cs
     early = None
     if before_verify is not None:   # e.g. the firmware's other compiles (firmware_early.py)
         early = before_verify(CompileResult(name, target, files, {"arena_bytes": plan.arena_bytes}, g))
