@@ -98,17 +98,19 @@ def _loop_arg(p: argparse.ArgumentParser):
 
 
 def _patch_args(p: argparse.ArgumentParser):
-    p.add_argument("--patch", choices=("auto", "off"), default="off",
-                   help="auto: run the first layers tile by tile (patch-based) when that makes "
-                        "the arena smaller; off (default): layer by layer")
+    from .pipeline import DEFAULT_PATCH, PATCH_MODES
+    p.add_argument("--patch", choices=PATCH_MODES, default=DEFAULT_PATCH,
+                   help="auto (default): run the first layers tile by tile (patch-based) when "
+                        "that makes the arena smaller within --max-recompute; off: always "
+                        "layer by layer")
     p.add_argument("--max-recompute", type=float, default=20.0, metavar="PCT",
                    help="with --patch auto: most growth of the model's estimated instructions "
                         "(per-tile kernel and recomputed halos), in percent; the halos' extra "
                         "MACs stay within it too (default 20)")
     p.add_argument("--input-rows", action="store_true",
                    help="the application pushes the input image in row bands (NAME_input_rows) "
-                        "into a ring of rows, so the whole image never sits in RAM; needs "
-                        "--patch auto (NAME_invoke still takes a whole image)")
+                        "into a ring of rows, so the whole image never sits in RAM; not with "
+                        "--patch off (NAME_invoke still takes a whole image)")
 
 
 def _patching(a) -> dict:
@@ -166,7 +168,7 @@ def cmd_compile(argv):
               f"`make -C {out}` builds {res.name}.elf, `make -C {out} run` runs it in QEMU")
     print(f"eerie-c: wrote {out}/{res.name}.c, .h, .mk, .cmake, report.json, report.md, memory.svg/.png "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
-          f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)")
+          f"stack bound {r['stack_bound_bytes']} B, {r['macs']} MACs)" + _advice(r))
     if a.report:
         from .report import summary_text
         print(summary_text(r))
@@ -187,7 +189,13 @@ def _sources_only(a, name: str, out: str):
     r = res.report
     print(f"eerie-c: wrote {out}/{name}.c, .h, .mk, .cmake and {name}_README.md for {r['target']} "
           f"(arena {r['arena_bytes']} B, constants {r['constant_bytes']} B, "
-          f"stack bound {r['stack_bound_bytes']} B)")
+          f"stack bound {r['stack_bound_bytes']} B)" + _advice(r))
+
+
+def _advice(r: dict) -> str:
+    """The summary line's end with the generic --target cortex-m (report_text.target_advice)."""
+    from .report_text import target_advice
+    return f"; {target_advice(r)}" if target_advice(r) else ""
 
 
 def _drop_in_readme(res) -> str:

@@ -338,6 +338,20 @@ def add_estimates(report: dict) -> None:
     report["est_instructions"] = total if report["ops"] else None
 
 
+def core_specific(report: dict) -> dict | None:
+    """With the generic --target cortex-m (ARMv7-M code for any M3 or later: no DSP, soft
+    float), the same layers estimated for cortex-m4, whose DSP kernels and FPU an M4 / M7 / M33
+    also runs: what the core-specific target would save (report.md and the CLI say it). None
+    for any other target, or where a layer has no estimate."""
+    if report.get("target") != "cortex-m" or not report.get("est_instructions"):
+        return None
+    per_op = [estimate_op(op, "cortex-m4") for op in report["ops"]]
+    if any(n is None for n in per_op) or not sum(per_op):
+        return None
+    return {"target": "cortex-m4", "est_instructions": sum(per_op),
+            "times_fewer": round(report["est_instructions"] / sum(per_op), 1)}
+
+
 def stage_growth(g, lowered, target: str):
     """(growth, estimate of the model layer by layer) for the patch planner (plan/patch_choice.py):
     growth(stage) is the estimated instruction growth of the whole model, in percent, when the

@@ -25,11 +25,17 @@ from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
-from .estimate import add_estimates, band_work, stage_features, stage_growth
+from .estimate import add_estimates, band_work, core_specific, stage_features, stage_growth
 from .progress import stage
 from .dynamic_io import dynamic_firmware, note_dynamic
 from .names import check_sources, merge_files, model_name
 from .output import write_files
+
+
+# --patch: "auto" unless the caller says "off" (docs/patches.md: every stage the planner takes on
+# the bench models costs 1.00-1.07x the instructions for up to 0.40x less arena)
+PATCH_MODES = ("auto", "off")
+DEFAULT_PATCH = "auto"
 
 
 @dataclass
@@ -45,7 +51,7 @@ class CompileResult:
 
 def compile_graph(g: Graph, name: str, target: str = "host", source: str = "model",
                   arena_budget: int | None = None, stack_budget: int | None = None,
-                  inputs_in_arena: bool = False, before_verify=None, patch: str = "off",
+                  inputs_in_arena: bool = False, before_verify=None, patch: str = DEFAULT_PATCH,
                   max_recompute: float = 20.0, optimize: str = "balanced",
                   input_mode: str = "whole") -> CompileResult:
     """Frontend output -> verified C files and report. Every compile proves the arena plan,
@@ -59,7 +65,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     input_mode "rows": the input arrives in row bands (NAME_input_rows) into a ring of rows inside
     the patch stage's scratch, never whole in RAM (plan/patch_rows.py); needs a patch stage."""
     forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
-    if forced is None and patch not in ("auto", "off"):
+    if forced is None and patch not in PATCH_MODES:
         raise EerieError(f"--patch must be auto or off, not {patch!r}")
     if not 0 <= max_recompute <= 1000:
         raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
@@ -67,7 +73,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         raise EerieError(f"input_mode must be one of {', '.join(ROW_MODES)}, not {input_mode!r}")
     rows = input_mode == "rows"
     if rows and patch == "off":
-        raise EerieError("--input-rows needs a patch stage: use it with --patch auto")
+        raise EerieError("--input-rows needs a patch stage: not with --patch off")
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
@@ -88,10 +94,11 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         if patch != "off" and not getattr(g, "dynamic_batch", None) \
                 and getattr(g, "dynamic_dims", None) is None:
             growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
+            memo = {}   # band kernels' scratch, shared by every stage the planner considers
             chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
                                              int(sum(low.macs for low in lowered)), forced,
                                              growth, est_before,
-                                             lambda st, g=g: band_scratch(st, g, target, optimize),
+                                             lambda st, g=g: band_scratch(st, g, target, optimize, memo),
                                              adapt=with_rows if rows else None,
                                              **({"max_grid": MAX_GRID_ROWS} if rows else {}))
             if rows and chosen is None:
@@ -135,6 +142,9 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     if g.notes:   # what the frontend normalised in the file instead of refusing it
         report["notes"] = list(g.notes)
     add_estimates(report)   # compile-time instruction estimate per layer (estimate.py)
+    cs = core_specific(report)   # --target cortex-m: what cortex-m4 would save
+    if cs is not None:
+        report["core_specific"] = cs
     early = None
     if before_verify is not None:   # e.g. the firmware's other compiles (firmware_early.py)
         early = before_verify(CompileResult(name, target, files, {"arena_bytes": plan.arena_bytes}, g))
@@ -195,7 +205,7 @@ def _op_report(g, low, plan, step):
 def compile_model(model, out_dir=None, target: str | None = None, name: str | None = None,
                   board=None, arena_budget: int | None = None, stack_budget: int | None = None,
                   max_iterations: int | None = None, inputs_in_arena: bool | None = None,
-                  patch: str = "off", max_recompute: float = 20.0,
+                  patch: str = DEFAULT_PATCH, max_recompute: float = 20.0,
                   optimize: str = "balanced", input_mode: str = "whole") -> CompileResult:
     """Compile a model file; with out_dir, write NAME.c/.h/.mk and report.json there. With a
     board (name or .json path), also a firmware project (main.c, runtime/, linker script,
@@ -226,7 +236,7 @@ def finish(res: CompileResult, brd, out_dir) -> CompileResult:
 
 
 def _load_and_compile(model, target, name, board, arena_budget, stack_budget, max_iterations,
-                      inputs_in_arena, patch: str = "off",
+                      inputs_in_arena, patch: str = DEFAULT_PATCH,
                       max_recompute: float = 20.0, optimize: str = "balanced",
                       input_mode: str = "whole") -> tuple[CompileResult, object]:
     """What compile_model and run_model both start with: read the model file and compile it

@@ -4,7 +4,7 @@ Everything here reads the report dict only, so the markdown can never disagree w
 """
 from __future__ import annotations
 
-from .report_text import _b, _cell, _shape, printable  # noqa: F401 (printable: API)
+from .report_text import _b, _cell, _shape, printable, target_advice  # noqa: F401 (printable: API)
 
 
 MEMORY_ROWS = (
@@ -66,6 +66,8 @@ def render_markdown(r: dict) -> str:
     out += [f"- model: `{_cell(r.get('model', '?'), 200)}`", f"- target: `{r.get('target', '?')}`"
             + (f", board `{r['board']}`" if r.get("board") else ""),
             f"- layers: {len(r.get('ops', []))}, MACs per inference: {r.get('macs', 0):,}"]
+    if target_advice(r):
+        out.append(f"- {target_advice(r, numbers=True)}")
     for kind in ("inputs", "outputs"):
         for k, t in enumerate(r.get(kind, [])):
             q = f", scale {t['scale']:.6g}, zero point {t['zero_point']}" if t.get("scale") is not None else ""
@@ -104,6 +106,8 @@ def summary_text(r: dict) -> str:
         if r.get(key) is not None:
             mem.append(f"{label} {_b(r[key])}")
     lines.append("  memory: " + ", ".join(mem))
+    if target_advice(r):
+        lines.append(f"  target: {target_advice(r)}")
     for a, b, c, d in _budget_rows(r):
         if c != "-":
             lines.append(f"  {a}: {b} of {c}, headroom {d}")

@@ -21,3 +21,18 @@ def _b(n) -> str:
 
 def _shape(s) -> str:
     return "x".join(map(str, s)) or "scalar"
+
+
+def target_advice(r: dict, numbers: bool = False) -> str | None:
+    """One sentence for the generic --target cortex-m (report["core_specific"], estimate.py):
+    which cores it suits and what the core-specific target saves on this model; numbers: with
+    both estimates (report.md)."""
+    cs = r.get("core_specific")
+    if r.get("target") != "cortex-m" or cs is None:
+        return None
+    est = (f" (~{int(cs['est_instructions']):,} against ~{int(r['est_instructions']):,})"
+           if numbers else "")
+    return ("generic Cortex-M (ARMv7-M, no DSP, soft float; runs on any M3 or later): for a "
+            "Cortex-M4/M7/M33 use --target cortex-m4/m7/m33: estimated "
+            f"{cs['times_fewer']:.1f} times fewer instructions for this model{est}; "
+            "for an M55, --target cortex-m55")

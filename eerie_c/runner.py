@@ -17,7 +17,7 @@ from .errors import EerieError
 from .ir import DTYPE_NP
 from .names import merge_files
 from .output import write_files
-from .pipeline import CompileResult, _load_and_compile, add_firmware, report_files
+from .pipeline import DEFAULT_PATCH, CompileResult, _load_and_compile, add_firmware, report_files
 from .progress import stage
 from .toolchain.build import build_host
 from .toolchain.arch import arch_of
@@ -61,7 +61,7 @@ def run_model(model, inputs: list[np.ndarray], target: str | None = None, out_di
               name: str | None = None, board=None, timeout: float | None = None,
               arena_budget: int | None = None, stack_budget: int | None = None,
               max_iterations: int | None = None, inputs_in_arena: bool | None = None,
-              patch: str = "off", max_recompute: float = 20.0,
+              patch: str = DEFAULT_PATCH, max_recompute: float = 20.0,
               optimize: str = "balanced", input_mode: str = "whole") -> tuple[list[np.ndarray], dict]:
     """Compile, build and run on `target` (the host), or on `board` in QEMU; returns outputs
     (batched like the inputs) and the report (with the board's measurements). inputs_in_arena

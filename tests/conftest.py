@@ -42,7 +42,12 @@ def tflm_run(model: bytes | Path, inputs: list[np.ndarray], arena: int = 2_000_0
 
 
 def eerie_run(model: bytes | Path, inputs: list[np.ndarray], tmp_path: Path, name: str = "m", **kw):
+    """run_model on the layer-by-layer kernels (patch "off") unless the test passes patch=:
+    the kernel tests that call this (and assert_matches_tflm, assert_board_matches_tflm) are
+    about each op's kernel, not the patch stage the default `--patch auto` may choose for a
+    small conv chain (tests/patch tests those)."""
     from eerie_c.api import run_model
+    kw.setdefault("patch", "off")
     if isinstance(model, (bytes, bytearray)):
         p = tmp_path / f"{name}.tflite"
         p.write_bytes(model)

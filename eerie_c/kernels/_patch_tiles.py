@@ -99,24 +99,27 @@ def _reads(stage, k) -> tuple:
     return stage.tensors[k], (stage.tensors[skips[k]] if skips[k] is not None else None)
 
 
-def band_scratch(stage, g, target: str, optimize: str) -> list[int]:
+def band_scratch(stage, g, target: str, optimize: str, memo: dict | None = None) -> list[int]:
     """Per layer, the scratch its kernels over the stage's row bands need (lowered into a
     throw-away context): the planner's first guess, the whole layer's kernel's, may be short
-    when a band takes another kernel path than the whole layer."""
+    when a band takes another kernel path than the whole layer. memo: kept across the calls of
+    one compile (the planner asks about many stages sharing layers and band shapes)."""
     from . import LowerCtx
-    ctx = LowerCtx(g, target, optimize)
+    ctx = None
+    memo = {} if memo is None else memo
     out = []
     for k, (sop, lay) in enumerate(zip(stage.ops, stage.layers)):
-        seen, need = set(), 0
+        need = 0
         for regions in stage.tiles:
             if regions[k][2] == 0:   # cached halos: no new row of this layer in this band
                 continue
             _, nin, pad_t = _band(lay, regions[k])
-            if (nin, pad_t, regions[k][2]) not in seen:
-                seen.add((nin, pad_t, regions[k][2]))
-                low = _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2], k in stage.low_scratch,
-                                  *_reads(stage, k))
-                need = max(need, low.scratch_bytes)
+            key = (id(sop), nin, pad_t, regions[k][2], k in stage.low_scratch, _reads(stage, k))
+            if key not in memo:
+                ctx = ctx or LowerCtx(g, target, optimize)
+                memo[key] = _lower_band(sop, lay, g, ctx, nin, pad_t, regions[k][2],
+                                        k in stage.low_scratch, *_reads(stage, k)).scratch_bytes
+            need = max(need, memo[key])
         out.append(need)
     return out
 

@@ -73,6 +73,22 @@ def _place(bufs: list[Buffer], align: int) -> dict[str, int]:
     return offsets
 
 
+def live_bytes(bufs: list[Buffer], step: int) -> int:
+    """Bytes of the arena buffers live at `step` (a group's live members counted once where
+    they overlap): no placement of these buffers makes an arena smaller."""
+    total = 0
+    for b in bufs:
+        if b.user is not None:
+            continue
+        spans = sorted((off, off + size) for off, size, s, e in b.rects.values() if s <= step <= e)
+        end = None
+        for lo, hi in spans:
+            start = lo if end is None else max(lo, end)
+            total += max(hi - start, 0)
+            end = hi if end is None else max(end, hi)
+    return total
+
+
 # At most this many extra plans when choosing which "end" in-place layouts to use, and fewer
 # for big graphs: a plan costs about (buffers)^2 steps of the placer, and the trials may
 # spend PLACEMENT_WORK of them (a count, not a time: the output must not depend on the machine).

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 from ..ir import Op
-from .arena import Plan, plan_memory
+from .arena import Plan, live_bytes, plan_memory
+from .lifetimes import buffers
 from ..errors import EerieError
 from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
 from .patch_cache import make_cached_plan, summary as cache_summary
@@ -60,6 +62,7 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     planning."""
     tried, refused = [], []
     best = None
+    arena_of = functools.partial(_arena, g, scratch, inputs_in_arena, {})
     lows = {}   # id(candidate) -> its low-scratch layers and why (_low_scratch)
     # the layers' own kernels' scratch, which they need over a row band too (make_plan)
     ks = [scratch.get(k, ("", 0))[1] for k in range(len(g.ops))]
@@ -88,8 +91,9 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     else:   # candidates() adapts them itself
         cands, refused = candidates(g, total_macs, max_recompute, growth, ks, adapt, max_grid,
                                     cached=make_cached_plan)
+    low_ok = growth is not None and forced is None   # _low_scratch may shrink a cached stage
+    at_least = []
     for i, cand in enumerate(cands):
-        arena = None    # planned by _low_scratch already, or below
         if cand.bands and band_scratch is not None:
             need = band_scratch(cand)
             if cand.cache is not None and need != [have for _, have in cand.kernel_scratch]:
@@ -102,23 +106,36 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
                 more = [max(b, have) for b, (_, have) in zip(need, cand.kernel_scratch)]
                 cand = make_plan(cand.ops, cand.layers, cand.grid, more)
                 cand = cands[i] = adapt(cand) if adapt is not None else cand   # the ring again
-            if cand.cache is not None and growth is not None and forced is None:
-                # the largest kernel scratch sets the stage's: a variant with less (_low_scratch)
-                cand, why, arena = _low_scratch(g, scratch, inputs_in_arena, cand, need,
-                                                band_scratch, adapt, growth, max_recompute)
-                cands[i] = cand
-                lows.update({id(cand): why} if why else {})
+        at_least.append(_at_least(g, scratch, inputs_in_arena, cand, adapt if low_ok else False))
+    # Cheapest bound first, so that a good arena is known early and the candidates that cannot
+    # beat it (nor the layer-by-layer plan) are not planned: the same choice as planning all
+    # of them (ties go to the earlier candidate, as in candidate order), for less compile time.
+    done = {}
+    for i in sorted(range(len(cands)), key=lambda j: (at_least[j], j)):
+        if forced is None and (at_least[i] >= base.arena_bytes or (best and at_least[i] > best[0])):
+            break
+        cand, arena = cands[i], None    # arena: planned by _low_scratch already, or below
+        if cand.cache is not None and cand.bands and band_scratch is not None and low_ok:
+            # the largest kernel scratch sets the stage's: a variant with less (_low_scratch)
+            cand, why, arena = _low_scratch(arena_of, cand, band_scratch(cand), band_scratch, adapt,
+                                            growth, max_recompute)
+            cands[i] = cand
+            lows.update({id(cand): why} if why else {})
         if arena is None:
-            arena = _arena(g, scratch, inputs_in_arena, cand)
-        tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": arena,
+            arena = arena_of(cand)
+        done[i] = arena
+        # equal arenas: the smaller estimated growth (the person detector with row-band input
+        # at 110%: a cached stage with a low-scratch depthwise ties a recomputing 6x4 grid)
+        key = (arena, _pct(growth, cand) or 0.0, i)
+        if best is None or key < best[2]:
+            best = (arena, cand, key)
+    for i, cand in enumerate(cands):
+        tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": done.get(i),
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,
                       "halo": "cached" if cand.cache is not None else "recomputed",
                       "est_growth_percent": _pct(growth, cand)})
-        # equal arenas: the smaller estimated growth (the person detector with row-band input
-        # at 110%: a cached stage with a low-scratch depthwise ties a recomputing 6x4 grid)
-        key = (arena, tried[-1]["est_growth_percent"] or 0.0)
-        if best is None or key < best[2]:
-            best = (arena, cand, key)
+        if i not in done:   # not planned: its arena is at least this, no better than the choice
+            tried[-1]["arena_bytes_at_least"] = at_least[i]
     info = {"mode": "auto", "max_recompute_percent": max_recompute, "arena_bytes_before": base.arena_bytes,
             "bound_on": "estimated instructions" if est_before is not None and growth is not None else "MACs",
             "model_macs_before": total_macs, "est_instructions_before": est_before,
@@ -143,21 +160,42 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     return best[1], info
 
 
-def _arena(g, scratch, inputs_in_arena: bool, cand: PatchPlan) -> int:
-    return plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
-                       inputs_in_arena=inputs_in_arena).arena_bytes
+def _arena(g, scratch, inputs_in_arena: bool, memo: dict, cand: PatchPlan) -> int:
+    """The arena of g with cand as its first op. The plan sees of the stage only its length,
+    its scratch bytes and its output's shift (collapse, _shifted, lifetimes.py), so stages
+    alike in those share one plan (memo)."""
+    key = (len(cand.ops), cand.scratch_bytes, cand.shift)
+    if key not in memo:
+        memo[key] = plan_memory(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
+                                inputs_in_arena=inputs_in_arena).arena_bytes
+    return memo[key]
 
 
-def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], band_scratch,
+def _at_least(g, scratch, inputs_in_arena: bool, cand: PatchPlan, adapt) -> int:
+    """A lower bound on the arena with cand as the first op, without placing anything: the
+    bytes live at the stage's step (its scratch, its output, its input in the arena unless the
+    output is shifted over it), which no placement can share. adapt (not False): cand may get
+    a low-scratch variant (_low_scratch), so the bound takes its cached plan with no kernel
+    scratch at all (adapted as the planner adapts it, None for no adaptation)."""
+    if adapt is not False and cand.cache is not None:
+        bare = make_cached_plan(cand.ops, cand.layers, cand.cache.steps, [0] * len(cand.ops))
+        if bare is not None:
+            bare = adapt(bare) if adapt is not None else bare
+            cand = bare if bare.scratch_bytes < cand.scratch_bytes else cand
+    return live_bytes(buffers(collapse(g, cand), _shifted(scratch, len(cand.ops), cand),
+                              inputs_in_arena, frozenset()), 0)
+
+
+def _low_scratch(arena_of, cand: PatchPlan, need: list[int], band_scratch,
                  adapt, growth, max_recompute: float) -> tuple[PatchPlan, list[dict], int]:
     """A cached stage's scratch block ends with the largest of its layers' kernel scratch (one
     kernel runs at a time). While that largest user is a depthwise layer, try its low-scratch
     variant (kernels/depthwise.py "low_scratch": no sign-extended rows, more instructions);
     keep it when the whole arena shrinks and the estimated growth stays within the bound.
     Returns (the stage, per layer switched: what it saved and cost, for report.md, the
-    stage's arena)."""
+    stage's arena). arena_of(stage): the whole arena with that stage (_arena)."""
     why = []
-    arena = _arena(g, scratch, inputs_in_arena, cand)
+    arena = arena_of(cand)
     while True:
         k = max(range(len(need)), key=lambda j: need[j])
         if need[k] == 0 or cand.layers[k].kind != "DEPTHWISE_CONV_2D" or k in cand.low_scratch:
@@ -170,7 +208,7 @@ def _low_scratch(g, scratch, inputs_in_arena, cand: PatchPlan, need: list[int], 
         var = dataclasses.replace(var, low_scratch=low)
         var = adapt(var) if adapt is not None else var
         pct = growth(var)
-        arena2 = _arena(g, scratch, inputs_in_arena, var)
+        arena2 = arena_of(var)
         if arena2 >= arena or pct > max_recompute:
             return cand, why, arena
         why.append({"layer": cand.ops[k].name.split(";")[0], "index": k,

@@ -303,7 +303,7 @@ def test_inplace_pointwise(tmp_path, residual):
     never while a later op still reads the input. Outputs stay bit-exact and the proof holds."""
     model = pw_chain(residual)
     (tmp_path / "c.tflite").write_bytes(model)
-    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c").report
+    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c", patch="off").report
     # with the residual, the ADD is fused into the 1x1 conv (CONV_2D_ADD, residual = its own
     # input, read through two operands: not in place either)
     convs = [o for o in rep["ops"] if o["kind"] in ("CONV_2D", "CONV_2D_ADD")]
@@ -311,7 +311,7 @@ def test_inplace_pointwise(tmp_path, residual):
             and o["inputs"][0]["offset"] == o["outputs"][0]["offset"] for o in convs]
     assert same == [False, not residual, False]   # the last conv writes the graph output
     assert any(c["check"] == "arena_plan" and c["ok"] for c in rep["verified"])
-    host = compile_model(tmp_path / "c.tflite", name="c").report     # no DSP kernel: no in-place
+    host = compile_model(tmp_path / "c.tflite", name="c", patch="off").report   # no DSP kernel: no in-place
     assert all(o["inputs"][0]["offset"] != o["outputs"][0]["offset"]
                for o in host["ops"] if o["inputs"][0]["storage"] == "arena" == o["outputs"][0]["storage"])
     check_dsp_target(tmp_path, model, (1, 6, 5, 4))
@@ -350,7 +350,7 @@ def test_inplace_pointwise_expanding(tmp_path, kw):
     makes the arena smaller; strided ones never do ("start" instead). Bit-exact, and the arena proof holds."""
     model, shape = pw_expand_chain(**kw)
     (tmp_path / "c.tflite").write_bytes(model)
-    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c")
+    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c", patch="off")
     strided = kw.get("stride", 1) > 1
     declared = [op.attrs.get("inplace_of_input") for op in res.graph.ops if op.kind == "CONV_2D"]
     # strided: "start" (_conv_rules.pointwise_inplace: each pixel's output ends before the
@@ -414,7 +414,7 @@ def dw_chain(batches=1, k=(3, 3), dil=(1, 1), hw=(6, 5), c=8):
 def test_inplace_depthwise(tmp_path, kw):
     model, shape = dw_chain(**kw)
     (tmp_path / "c.tflite").write_bytes(model)
-    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c").report
+    rep = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c", patch="off").report
     dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
     assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"] and dw["scratch_bytes"] > 0
     check_dsp_target(tmp_path, model, shape)
@@ -426,7 +426,7 @@ def test_inplace_proof_rejects_broken_plans(tmp_path):
     from eerie_c.errors import CompilerBug
     from eerie_c.plan.proof import prove_plan
     (tmp_path / "c.tflite").write_bytes(pw_chain(False))
-    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c")
+    res = compile_model(tmp_path / "c.tflite", target="cortex-m4", name="c", patch="off")
     g, plan = res.graph, res.extra["plan"]
     op = next(o for o in g.ops if o.attrs.get("inplace_of_input"))
     a, b = op.inputs[0], op.outputs[0]

@@ -110,7 +110,7 @@ CASES = {
 def _compile(tmp_path, model, target):
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
-    return compile_model(p, target=target, name="m")
+    return compile_model(p, target=target, name="m", patch="off")   # the layer-by-layer plan
 
 
 def _fused_ops(report):

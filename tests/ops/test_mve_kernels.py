@@ -168,7 +168,7 @@ def test_mve_inplace_pointwise(tmp_path, residual):
     """1x1 convs with out_c <= in_c run in place exactly when the planner's rule allows."""
     model = pw_chain(residual)
     (tmp_path / "c.tflite").write_bytes(model)
-    rep = compile_model(tmp_path / "c.tflite", target=TARGET, name="c").report
+    rep = compile_model(tmp_path / "c.tflite", target=TARGET, name="c", patch="off").report
     convs = [o for o in rep["ops"] if o["kind"] == "CONV_2D"]
     same = [o["inputs"][0]["storage"] == "arena" == o["outputs"][0]["storage"]
             and o["inputs"][0]["offset"] == o["outputs"][0]["offset"] for o in convs]
@@ -184,7 +184,7 @@ def test_mve_inplace_pointwise_expanding(tmp_path, kw):
     where the planner uses it, the input sits at the output's tail. Bit-exact."""
     model, shape = pw_expand_chain(**kw)
     (tmp_path / "c.tflite").write_bytes(model)
-    res = compile_model(tmp_path / "c.tflite", target=TARGET, name="c")
+    res = compile_model(tmp_path / "c.tflite", target=TARGET, name="c", patch="off")
     strided = kw.get("stride", 1) > 1
     declared = [op.attrs.get("inplace_of_input") for op in res.graph.ops if op.kind == "CONV_2D"]
     # strided: "start" where each pixel's output ends before the next one's input pixel
@@ -240,7 +240,7 @@ def test_mve_inplace_depthwise(tmp_path, kw):
     """Stride-1 depthwise runs in place through its ring of padded input rows."""
     model, shape = dw_chain(**kw)
     (tmp_path / "c.tflite").write_bytes(model)
-    rep = compile_model(tmp_path / "c.tflite", target=TARGET, name="c").report
+    rep = compile_model(tmp_path / "c.tflite", target=TARGET, name="c", patch="off").report
     dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
     assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"] and dw["scratch_bytes"] > 0
     check_host(tmp_path, model, shape)

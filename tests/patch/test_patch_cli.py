@@ -23,9 +23,17 @@ def test_compile_with_patches_reports_the_choice(tmp_path):
     assert report["patches"]["mode"] == "auto" and report["patches"]["max_recompute_percent"] == 25
     assert report["patches"]["chosen"] is not None
     assert "## Patch-based execution" in (tmp_path / "out" / "report.md").read_text()
-    off = _cli(model, "-o", tmp_path / "off", cwd=tmp_path)
+    off = _cli(model, "--patch", "off", "-o", tmp_path / "off", cwd=tmp_path)
     assert off.returncode == 0, off.stderr
-    assert json.loads((tmp_path / "off" / "report.json").read_text())["patches"]["chosen"] is None
+    r_off = json.loads((tmp_path / "off" / "report.json").read_text())
+    assert r_off["patches"] == {"mode": "off", "chosen": None}
+    # no --patch: auto (at the default 20% bound), the arena below the layer-by-layer one
+    default = _cli(model, "-o", tmp_path / "default", cwd=tmp_path)
+    assert default.returncode == 0, default.stderr
+    r = json.loads((tmp_path / "default" / "report.json").read_text())
+    assert r["patches"]["mode"] == "auto" and r["patches"]["max_recompute_percent"] == 20
+    assert r["patches"]["chosen"] is not None and r["arena_bytes"] < r_off["arena_bytes"]
+    assert r["patches"]["arena_bytes_before"] == r_off["arena_bytes"]
 
 
 def test_run_with_patches_matches_tflm(tmp_path):

@@ -30,7 +30,7 @@ def _model(tmp_path):
 
 def _compile(p, out, monkeypatch=None, **kw):
     if monkeypatch is not None:   # the planner without the variant: the stage as it was
-        monkeypatch.setattr(patch_choice, "_low_scratch", lambda g, s, i, cand, *a: (cand, [], None))
+        monkeypatch.setattr(patch_choice, "_low_scratch", lambda arena_of, cand, *a: (cand, [], None))
     try:
         return compile_model(p, out_dir=out, board="mps2-an386", patch="auto", **kw)
     finally:

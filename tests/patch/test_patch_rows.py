@@ -157,8 +157,8 @@ def test_rows_needs_a_patch_stage(tmp_path, capsys):
     p = tmp_path / "m.tflite"
     p.write_bytes(chain_model(shape, MOBILENET, seed=3))
     with pytest.raises(EerieError, match="--input-rows needs a patch stage"):
-        compile_model(p, name="m", input_mode="rows")
-    rc = main([str(p), "-o", str(tmp_path / "o"), "--input-rows"])
+        compile_model(p, name="m", patch="off", input_mode="rows")
+    rc = main([str(p), "-o", str(tmp_path / "o"), "--patch", "off", "--input-rows"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "--input-rows needs a patch stage" in err[0]
     with pytest.raises(EerieError, match="no patch stage was chosen"):
