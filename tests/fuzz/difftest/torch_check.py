@@ -31,33 +31,52 @@ def _reference(prog, xs):
         return torch.export.export(cm, (ex,)), ref
 
 
-def _compare_int8(got, ref, graph) -> core.Outcome:
+def _worst(got, ref, err, what) -> core.Outcome:
+    i = tuple(int(j) for j in np.unravel_index(np.nanargmax(err), err.shape))
+    return core.Outcome(core.MISMATCH, f"{what} at {list(i)}: got {got[i]:.7g} ref {ref[i]:.7g}",
+                        float(np.nanmax(np.abs(got - ref))))
+
+
+def compare_float(got, ref, rtol=1e-5) -> core.Outcome:
+    """docs/pytorch.md: within 1e-5 of eager, relative to the output's magnitude (max |ref|:
+    a layer norm's outputs near zero carry the rounding of its large inputs), NaN where eager
+    has NaN, infinities equal."""
+    got, ref = got.reshape(ref.shape).astype(np.float64), ref.astype(np.float64)
+    if not np.array_equal(np.isnan(got), np.isnan(ref)):
+        return _worst(got, ref, (np.isnan(got) != np.isnan(ref)).astype(float), "NaNs differ")
+    finite = np.isfinite(ref)
+    if not np.array_equal(got[~finite & ~np.isnan(ref)], ref[~finite & ~np.isnan(ref)]):
+        return _worst(got, ref, (~finite & (got != ref)).astype(float), "infinities differ")
+    g, r = np.where(finite, got, 0.0), np.where(finite, ref, 0.0)
+    scale = float(np.abs(r).max(initial=0.0))
+    err = np.abs(g - r)
+    if err.max(initial=0.0) > rtol * scale + 1e-30:
+        return _worst(g, r, err, f"off by {err.max():.3g} (> {rtol:g} x max|ref| {scale:.4g})")
+    return core.Outcome(core.MATCH, f"max err {err.max(initial=0.0):.3g}", float(err.max(initial=0.0)))
+
+
+def compare_int8(got, ref, graph) -> core.Outcome:
     from pt2e import output_step
     from .torch_programs import INT8_STEPS, INT8_WITHIN_ONE
     step = output_step(graph)
     got, ref = got.reshape(ref.shape).astype(np.float64), ref.astype(np.float64)
-    if not step:    # the output comes from a float island
-        err = np.abs(got - ref)
-        tol = 1e-5 * max(1.0, float(np.abs(ref).max()))
-        if not err.max() <= tol:
-            i = np.unravel_index(np.nanargmax(err), err.shape)
-            return core.Outcome(core.MISMATCH, f"float output off by {err.max():.3g} at {list(i)}: "
-                                f"got {got[i]:.6g} ref {ref[i]:.6g}", float(err.max()))
-        return core.Outcome(core.MATCH, "", float(err.max()))
+    if not step:   # a float island at the end: its inputs carry the int8 steps before it
+        step = float(np.abs(ref[np.isfinite(ref)]).max(initial=0.0)) / 127 or 1e-30
+        what = "float-island output"
+    else:
+        what = "int8 output"
     err = np.abs(got - ref) / step
     within = float(np.mean(err <= 1 + 1e-3))
-    if err.max() > INT8_STEPS + 1e-3 or within < INT8_WITHIN_ONE or np.isnan(got).any():
-        i = np.unravel_index(np.nanargmax(err), err.shape)
-        return core.Outcome(core.MISMATCH, f"int8 output off by {err.max():.2f} steps (step {step:.4g}) at "
-                            f"{list(i)}: got {got[i]:.6g} ref {ref[i]:.6g}; {within:.1%} within one step",
-                            float(np.abs(got - ref).max()))
+    if np.isnan(got).any() or err.max() > INT8_STEPS + 1e-3 or within < INT8_WITHIN_ONE:
+        return _worst(got, ref, np.nan_to_num(err, nan=np.inf),
+                      f"{what} off by {err.max():.2f} steps (step {step:.4g}; {within:.1%} "
+                      f"within one)")
     return core.Outcome(core.MATCH, f"max {err.max():.2f} steps, {within:.1%} within one",
                         float(np.abs(got - ref).max()))
 
 
 def check(prog, target: str, workdir: Path) -> core.Outcome:
     import torch
-    from conftest import assert_float_close
     from eerie_c.errors import EerieError
     from eerie_c.frontend.torch import DEFAULT_MAX_ITERATIONS
     from eerie_c.pipeline import _load_and_compile
@@ -84,14 +103,7 @@ def check(prog, target: str, workdir: Path) -> core.Outcome:
     run_dir.mkdir(exist_ok=True)
     outs = _run_host(res, arrays, run_dir) if brd is None else _run_board(res, brd, arrays, run_dir, None)
     got = outs[0].reshape(ref.shape)
-    if prog.flavour != "float":
-        return _compare_int8(got, ref, res.graph)
-    try:
-        assert_float_close(got, ref, 1e-5)
-    except AssertionError as e:
-        err = np.abs(got.astype(np.float64) - ref)
-        return core.Outcome(core.MISMATCH, str(e)[:400], float(np.nanmax(err)))
-    return core.Outcome(core.MATCH, "", float(np.nanmax(np.abs(got.astype(np.float64) - ref))))
+    return compare_float(got, ref) if prog.flavour == "float" else compare_int8(got, ref, res.graph)
 
 
 REPRO = '''"""Differential-tester reproducer: {describe}

@@ -23,17 +23,21 @@ from . import core
 from .torch_layers import GAPS, Unfit, children, gap
 
 TESTS = Path(__file__).resolve().parents[2]
-for p in (TESTS, TESTS / "torch"):          # conftest's float comparison, pt2e.py's quantizers
+for p in (TESTS / "torch",):                 # pt2e.py: the quantizers the tests use
     if str(p) not in sys.path:
         sys.path.append(str(p))
 
 FLAVOURS = ("float", "pt2e-xnnpack", "pt2e-cortexm")
 QUANTIZER = {"pt2e-xnnpack": "xnnpack", "pt2e-cortexm": "cortex_m"}
 N_INPUTS = 2
-# int8 contract (docs/pytorch.md): within one output step; random stacks compound one-step
-# differences of intermediate values like the zoo's COMPOUNDING programs, so allow two steps
-# with most elements within one. A miscompile is many steps off.
-INT8_STEPS, INT8_WITHIN_ONE = 2, 0.9
+# int8 contract (docs/pytorch.md): within one output step of the converted program. That bound
+# holds for the zoo's programs; random stacks compound one-step differences of intermediate values
+# (docs/pytorch.md's COMPOUNDING / AMPLIFIED programs reach 2 and 8 steps), so the tester calls
+# a mismatch only beyond INT8_STEPS steps, or when under INT8_WITHIN_ONE of the elements are
+# within one step. A miscompile is many steps off on many elements (issue 26's EfficientNet: 5.9
+# on outputs of 0.37). A float output (a float island at the end) is measured in steps of
+# max|ref| / 127.
+INT8_STEPS, INT8_WITHIN_ONE = 4, 0.9
 SIMPLER = {"stride": 1, "dil": 1, "groups": 1, "mode": "zeros", "bidirectional": False, "layers": 1,
            "ceil": False, "mult": 1, "expand": 1, "heads": 1, "causal": False, "bias": False,
            "count_pad": False, "align": False}
@@ -116,7 +120,8 @@ class TorchProgram:
             yield cand
 
     def _candidates(self):
-        n = sum(1 for _ in _walk(self.specs))
+        nodes = [lst[i] for lst, i in _walk(self.specs)]
+        n = len(nodes)
         for j in range(n):                       # drop one layer
             specs = copy.deepcopy(self.specs)
             lst, i = list(_walk(specs))[j]
@@ -124,7 +129,7 @@ class TorchProgram:
             if specs:
                 yield self._with(specs=specs)
         for j in range(n):                       # a container replaced by one of its bodies
-            for c in range(len(children(list(_walk(self.specs))[j][0][list(_walk(self.specs))[j][1]]))):
+            for c in range(len(children(nodes[j]))):
                 specs = copy.deepcopy(self.specs)
                 lst, i = list(_walk(specs))[j]
                 lst[i:i + 1] = children(lst[i])[c]
@@ -136,7 +141,7 @@ class TorchProgram:
                 shape[d] = max(1, shape[d] // 2)
                 yield self._with(shape=tuple(shape))
         for j in range(n):                       # simpler parameters
-            spec = list(_walk(self.specs))[j][0][list(_walk(self.specs))[j][1]]
+            spec = nodes[j]
             edits = [(k, v) for k, v in SIMPLER.items() if k in spec and spec[k] != v]
             edits += [(k, type(spec[k])(spec[k] // 2) if spec[k] >= 2 else spec[k])
                       for k in HALVE if k in spec and isinstance(spec[k], int) and spec[k] >= 2]
@@ -156,10 +161,15 @@ class TorchProgram:
         write_reproducer(self, Path(folder))
 
 
-def generate(rng: random.Random, flavour: str) -> TorchProgram:
+def generate(rng: random.Random, flavour: str, skip_gaps=()) -> TorchProgram:
+    """A random program; skip_gaps (names in torch_layers.GAPS) redraws programs holding one of
+    those known gaps (the CI slice leaves them to their own tests until they are closed)."""
     from .torch_draw import draw_program
-    dom, shape, specs = draw_program(rng)
-    return TorchProgram(flavour, dom, shape, specs, seed=rng.randrange(2**31))
+    while True:
+        dom, shape, specs = draw_program(rng)
+        prog = TorchProgram(flavour, dom, shape, specs, seed=rng.randrange(2**31))
+        if not prog.gaps & set(skip_gaps):
+            return prog
 
 
 core.register("torch", FLAVOURS, generate)
@@ -178,13 +188,14 @@ def main(argv=None) -> int:
     ap.add_argument("--flavour", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--skip-gaps", action="store_true", help=f"leave out {', '.join(GAPS)}")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     tally: dict = {}
     for idx in range(a.start, a.start + a.count):
         rng = random.Random(core.case_seed(a.seed, idx))
         flavour = a.flavour or FLAVOURS[idx % len(FLAVOURS)]
-        prog = generate(rng, flavour)
+        prog = generate(rng, flavour, GAPS if a.skip_gaps else ())
         with tempfile.TemporaryDirectory(prefix="difftorch-") as d:
             out = core.safe_check(prog, a.target, Path(d))
             tally[out.status] = tally.get(out.status, 0) + 1
