@@ -204,7 +204,8 @@ def main(argv=None) -> int:
             if out.failed and a.out and not a.no_shrink:
                 res = core.shrink(prog, out, a.target, Path(d), budget_s=240)
                 folder = Path(a.out) / f"case{idx}-{prog.flavour}-{out.status}"
-                res.program.write_reproducer(folder)
+                from .torch_check import write_reproducer
+                write_reproducer(res.program, folder, a.target, res.outcome)
                 print(json.dumps({"case": idx, "shrunk": res.program.describe(),
                                   "detail": res.outcome.detail[:400], "steps": res.steps}), flush=True)
     print(json.dumps({"tally": tally}), flush=True)
