@@ -13,7 +13,6 @@ campaign can tell those findings apart or leave them out.
 """
 from __future__ import annotations
 
-import random
 
 import torch
 import torch.nn as nn
@@ -182,7 +181,7 @@ class ClsToken(nn.Module):
         return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1)
 
 
-def _randomize_bn(bn):
+def randomize_bn(bn):
     """Non-trivial running statistics and affine parameters (folding must use them)."""
     with torch.no_grad():
         bn.running_mean.normal_(0, 0.5)
@@ -192,7 +191,7 @@ def _randomize_bn(bn):
     return bn
 
 
-def _out(n, k, s, p, d, ceil=False):
+def out_size(n, k, s, p, d, ceil=False):
     span = n + 2 * p - d * (k - 1) - 1
     if span < 0:
         raise Unfit(f"kernel {k} dilation {d} wider than {n}+2*{p}")

@@ -6,14 +6,13 @@ program either rebuilds to a valid module or is skipped.
 """
 from __future__ import annotations
 
-import random
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .torch_layers import (ACTS, Attention, Branches, ClsToken, Cond, Fn, Recurrent, Residual, Seq,
-                          Split, SqueezeExcite, Tokens, Unfit, _out, _randomize_bn)
+                          Split, SqueezeExcite, Tokens, Unfit, out_size, randomize_bn)
 
 MAX_ELEMS = 6144      # keeps every activation small: compile + run in a second or two
 MAX_CH = 48
@@ -37,7 +36,7 @@ def _conv(spec, dom, shape):
         raise Unfit("reflect padding wider than the input")
     cls = nn.Conv2d if dom == "img" else nn.Conv1d
     m = cls(c, out, k, s, p, d, g, bias=spec["bias"], padding_mode=mode)
-    return m, dom, (1, out, *[_out(n, k, s, p, d) for n in spatial])
+    return m, dom, (1, out, *[out_size(n, k, s, p, d) for n in spatial])
 
 
 def _norm(spec, dom, shape):
@@ -45,7 +44,7 @@ def _norm(spec, dom, shape):
     kind = spec["norm"]
     if kind == "bn":
         bn = {"img": nn.BatchNorm2d, "seq": nn.BatchNorm1d, "vec": nn.BatchNorm1d}[dom](c)
-        return _randomize_bn(bn), dom, shape
+        return randomize_bn(bn), dom, shape
     if kind == "gn":
         if c % spec["groups"]:
             raise Unfit("group norm groups do not divide the channels")
@@ -70,7 +69,7 @@ def _pool(spec, dom, shape):
     k, s, p, ceil = spec["k"], spec["stride"], spec["pad"], spec["ceil"]
     if p > k // 2:
         raise Unfit("pool padding above half the kernel")
-    out = [_out(n, k, s, p, 1, ceil) for n in shape[2:]]
+    out = [out_size(n, k, s, p, 1, ceil) for n in shape[2:]]
     two = dom == "img"
     if spec["op"] == "max":
         m = (nn.MaxPool2d if two else nn.MaxPool1d)(k, s, p, ceil_mode=ceil)
