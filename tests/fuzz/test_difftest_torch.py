@@ -1,6 +1,6 @@
 """The CI slice of the PyTorch differential tester (tests/fuzz/difftest/torch_programs.py): a
-fixed seed's 48 random nn.Modules (~5 s of CPU each: ~2 min on 2 cores), a third each in float, PT2E int8 with torchao's XNNPACK-style
-quantizer and with ExecuTorch's CortexMQuantizer (channels-last), compiled by eerie-c and
+fixed seed's 48 random nn.Modules (~5 s of CPU each: ~2.5 min on 2 cores), a third each in
+float, PT2E int8 with torchao's XNNPACK-style quantizer and with ExecuTorch's CortexMQuantizer (channels-last), compiled by eerie-c and
 compared with eager PyTorch under docs/pytorch.md's contract. Every BOARD_EVERY-th case also runs
 in QEMU (mps2-an386 and riscv-virt in turn).
 
