@@ -168,7 +168,9 @@ def generate(rng: random.Random, flavour: str, skip_gaps=()) -> TorchProgram:
     while True:
         dom, shape, specs = draw_program(rng)
         prog = TorchProgram(flavour, dom, shape, specs, seed=rng.randrange(2**31))
-        if not prog.gaps & set(skip_gaps):
+        # torchao's prepare_pt2e fails on nn.GRU / nn.LSTM (IndexError): not a program PT2E makes
+        rnn_in_pt2e = flavour != "float" and any(lst[i]["kind"] == "rnn" for lst, i in _walk(specs))
+        if not prog.gaps & set(skip_gaps) and not rnn_in_pt2e:
             return prog
 
 
