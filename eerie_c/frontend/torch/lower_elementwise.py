@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 
 from ...errors import EerieError
 from .registry import LOWERINGS, lowers
@@ -24,8 +25,34 @@ def _unary(kind, attrs=None):
 for _name, _kind in [("relu", "RELU"), ("sigmoid", "LOGISTIC"), ("tanh", "TANH"), ("abs", "ABS"),
                      ("neg", "NEG"), ("exp", "EXP"), ("log", "LOG"), ("sqrt", "SQRT"),
                      ("rsqrt", "RSQRT"), ("floor", "FLOOR"), ("ceil", "CEIL"), ("round", "ROUND"),
-                     ("hardswish", "HARD_SWISH"), ("elu", "ELU")]:
+                     ("hardswish", "HARD_SWISH")]:
     LOWERINGS[_name] = _unary(_kind)
+
+
+@lowers("elu")
+def _elu(L, node, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    """elu(x, alpha, scale, input_scale) = x * scale where x > 0, else
+    expm1(x * input_scale) * (alpha * scale), as torch computes it (selu is elu with alpha
+    1.6733 and scale 1.0507, celu divides by alpha). ELU (alpha 1) is the plain case; otherwise
+    scale * relu(x) + alpha * scale * min(ELU(x * input_scale), 0): ELU of a negative value is
+    its expm1, of a positive one positive (input_scale > 0), so the min keeps the negative
+    branch only."""
+    x = L.ensure_act(x, node.name)
+    shape, dt = L.t(x).shape, L.t(x).dtype
+    alpha, scale, input_scale = float(alpha), float(scale), float(input_scale)
+    if (alpha, scale, input_scale) == (1.0, 1.0, 1.0):
+        return L.op("ELU", [x], shape, dt)
+    if dt != "float32" or not input_scale > 0:
+        raise EerieError(f"unsupported elu at node {node.name}: alpha {alpha:g}, scale {scale:g}, "
+                         f"input_scale {input_scale:g} on {dt} (float32 and input_scale > 0 only)")
+    f32 = np.float32
+    z = x if input_scale == 1.0 else L.op("MUL", [x, L.act_of(f32(input_scale), x)], shape, dt)
+    neg = L.op("MINIMUM", [L.op("ELU", [z], shape, dt), L.act_of(f32(0.0), x)], shape, dt)
+    neg = L.op("MUL", [neg, L.act_of(f32(alpha) * f32(scale), x)], shape, dt)
+    pos = L.op("RELU", [x], shape, dt)
+    if scale != 1.0:
+        pos = L.op("MUL", [pos, L.act_of(f32(scale), x)], shape, dt)
+    return L.op("ADD", [pos, neg], shape, dt)
 
 
 @lowers("gelu")
