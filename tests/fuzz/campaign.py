@@ -139,6 +139,19 @@ class Progress:
 
 def run_all(args, pairs, indices) -> list[dict]:
     results, prog = [], Progress(len(indices))
+    log = (args.out / "results.jsonl").open("a")   # each case as it ends (a long run's partial view)
+
+    def record(r):
+        results.append(r)
+        log.write(json.dumps(r) + "\n")
+        log.flush()
+        s = status_of(r)
+        if s not in (core.MATCH,):
+            bad = next(v for v in r["targets"].values() if v["status"] == s)
+            print(f"\ncase {r['index']} {r['frontend']} {r['flavour']}: {s}: {bad['detail'][:200]}"
+                  + (f" -> {r['failure']}" if r.get("failure") else ""), file=sys.stderr, flush=True)
+        prog.update(s)
+
     plans = {i: case_plan(args.seed, i, pairs, args.board_every) for i in indices}
 
     def call(i):
@@ -147,9 +160,8 @@ def run_all(args, pairs, indices) -> list[dict]:
 
     if args.jobs <= 1:
         for i in indices:
-            r = run_case(*call(i))
-            results.append(r)
-            prog.update(status_of(r))
+            record(run_case(*call(i)))
+        log.close()
         return results
     todo = list(reversed(indices))
     while todo:
@@ -162,17 +174,15 @@ def run_all(args, pairs, indices) -> list[dict]:
                         running[ex.submit(run_case, *call(i))] = i
                     done, _ = wait(running, return_when=FIRST_COMPLETED)
                     for f in done:
-                        i = running.pop(f)
-                        r = f.result()
-                        results.append(r)
-                        prog.update(status_of(r))
+                        running.pop(f)
+                        record(f.result())
             except BrokenProcessPool:   # a worker died (a segfault in a reference runtime?)
                 for f, i in running.items():
                     fe, fl, _ = plans[i]
-                    results.append({"index": i, "frontend": fe, "flavour": fl, "program": "?", "seconds": 0.0,
-                                    "targets": {"host": {"status": core.CRASH,
-                                                         "detail": "a worker process died on this batch"}}})
-                    prog.update(core.CRASH)
+                    record({"index": i, "frontend": fe, "flavour": fl, "program": "?", "seconds": 0.0,
+                            "targets": {"host": {"status": core.CRASH,
+                                                 "detail": "a worker process died on this batch"}}})
+    log.close()
     return results
 
 

@@ -68,7 +68,9 @@ def check_tflite(program, target: str, workdir: Path) -> core.Outcome:
     path.write_bytes(model)
     board = None if target == "host" else target
     try:
-        res, brd = _load_and_compile(path, None, "m", board, None, None, None, None)
+        spec = program.spec
+        res, brd = _load_and_compile(path, None, "m", board, None, None, None, None,
+                                     patch=spec.get("patch", "off"), optimize=spec.get("optimize", "balanced"))
     except EerieError as e:
         return core.Outcome(core.REFUSED, str(e).splitlines()[0][:300])
     run = workdir / "run"

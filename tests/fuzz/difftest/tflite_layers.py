@@ -96,6 +96,11 @@ def _bias(mb, fl, rng, n, in_q, w_scales):
     return mb.const(vals, fl.bias_dtype(), scale=list(s), zero_point=[0] * n, axis=0)
 
 
+def broadcasts_into(small, big) -> bool:
+    """`small` broadcasts to exactly `big` (same rank, each dim equal or 1)."""
+    return len(small) == len(big) and all(s in (1, b) for s, b in zip(small, big))
+
+
 def conv_out(size, k, stride, dil, padding):
     eff = (k - 1) * dil + 1
     if padding == "SAME":
@@ -114,14 +119,13 @@ def draw(op: str, rng, fl: Flavour, srcs: list[Node]) -> dict:
         d.update(kh=int(rng.integers(1, 4)), kw=int(rng.integers(1, 4)),
                  stride=int(pick([1, 1, 2])), dil=int(pick([1, 1, 1, 2])),
                  padding=pick(["SAME", "VALID"]), act=pick(ACTS), per_channel=bool(rng.random() < 0.7))
-        if d["stride"] > 1:
-            d["dil"] = 1
         if op == "CONV_2D":
-            d["cout"] = int(rng.integers(1, 9))
+            d["cout"] = int(pick([1, 2, 3, 4, 5, 6, 7, 8, 12, 16]))
         else:
             d["mult"] = int(pick([1, 1, 1, 2]))
     elif op == "FULLY_CONNECTED":
-        d.update(units=int(rng.integers(1, 17)), act=pick(ACTS), per_channel=bool(rng.random() < 0.3))
+        d.update(units=int(rng.integers(1, 17)), act=pick(ACTS), per_channel=bool(rng.random() < 0.3),
+                 keep=bool(rng.random() < 0.5))
     elif op in ("ADD", "MUL"):
         d["act"] = pick(ACTS)
     elif op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
@@ -133,6 +137,8 @@ def draw(op: str, rng, fl: Flavour, srcs: list[Node]) -> dict:
         rest = list(range(1, len(x.shape)))
         rng.shuffle(rest)
         d["perm"] = [0] + [int(v) for v in rest]
+    elif op == "CONCATENATION":
+        d["axis"] = int(rng.integers(1, len(x.shape))) if rng.random() < 0.4 else len(x.shape) - 1
     elif op == "MEAN":
         d["axes"] = pick([[1, 2], [1, 2], [2], [1], [3]]) if len(x.shape) == 4 else [1]
         d["keep"] = bool(rng.random() < 0.7)
@@ -181,17 +187,18 @@ def emit(mb: ModelBuilder, fl: Flavour, layer: dict, srcs: list[Node], pred: int
             mb.op(op, [x.tid, wid, b], [y.tid], "DepthwiseConv2DOptions", depthMultiplier=layer["mult"], **common)
         return y
     if op == "FULLY_CONNECTED":
-        if len(x.shape) != 2:
-            raise Inconsistent("FULLY_CONNECTED on rank != 2")
-        k, u = x.shape[1], layer["units"]
+        k, u = x.shape[-1], layer["units"]
         wid, ws = _weights(mb, fl, rng, [u, k], k, 0, layer["per_channel"], x.q)
         b = _bias(mb, fl, rng, u, x.q, ws)
-        y = _tensor(mb, fl, [x.shape[0], u], out_q(fl, rng, x.q[0]) if x.q else None)
-        mb.op(op, [x.tid, wid, b], [y.tid], "FullyConnectedOptions", fusedActivationFunction=ACT[layer["act"]])
+        keep = layer.get("keep", False) and len(x.shape) > 2   # TFLM: [rows, units] unless kept
+        shape = x.shape[:-1] + [u] if keep else [int(np.prod(x.shape[:-1])), u]
+        y = _tensor(mb, fl, shape, out_q(fl, rng, x.q[0]) if x.q else None)
+        mb.op(op, [x.tid, wid, b], [y.tid], "FullyConnectedOptions", fusedActivationFunction=ACT[layer["act"]],
+              keepNumDims=keep)
         return y
     if op in ("ADD", "MUL"):
         a, b = srcs
-        if a.shape != b.shape:
+        if not broadcasts_into(b.shape, a.shape):
             raise Inconsistent(f"{op}: shapes {a.shape} and {b.shape}")
         q = None
         if fl.quantized:
@@ -203,15 +210,19 @@ def emit(mb: ModelBuilder, fl: Flavour, layer: dict, srcs: list[Node], pred: int
         return y
     if op == "CONCATENATION":
         a, b = srcs
-        if a.shape[:-1] != b.shape[:-1] or len(a.shape) != len(b.shape):
-            raise Inconsistent("CONCATENATION: shapes differ off the last axis")
+        ax = layer.get("axis", len(a.shape) - 1)
+        if len(a.shape) != len(b.shape) or ax >= len(a.shape) or \
+                any(da != db for k, (da, db) in enumerate(zip(a.shape, b.shape)) if k != ax):
+            raise Inconsistent("CONCATENATION: shapes differ off the axis")
         q = a.q
         if fl.quantized and b.q != q:          # requantize the second input into the first's
             b2 = _tensor(mb, fl, b.shape, q)
             mb.op("QUANTIZE", [b.tid], [b2.tid])
             b = b2
-        y = _tensor(mb, fl, a.shape[:-1] + [a.shape[-1] + b.shape[-1]], q)
-        mb.op(op, [a.tid, b.tid], [y.tid], "ConcatenationOptions", axis=len(a.shape) - 1)
+        shape = list(a.shape)
+        shape[ax] += b.shape[ax]
+        y = _tensor(mb, fl, shape, q)
+        mb.op(op, [a.tid, b.tid], [y.tid], "ConcatenationOptions", axis=ax)
         return y
     if op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
         if len(x.shape) != 4:

@@ -27,7 +27,7 @@ if str(TESTS) not in sys.path:
 from tflite_builder import ModelBuilder  # noqa: E402
 
 from . import core  # noqa: E402
-from .tflite_layers import FLAVOURS, Inconsistent, Node, draw, emit  # noqa: E402
+from .tflite_layers import FLAVOURS, Inconsistent, Node, broadcasts_into, draw, emit  # noqa: E402
 
 # Ops by the rank of their (first) source, with their weights in the draw.
 OPS = {
@@ -46,30 +46,44 @@ N_INFERENCES = 2     # two invocations: LSTM state carried over, IF taking both 
 SIMPLER = {"kh": 1, "kw": 1, "stride": 1, "dil": 1, "fh": 1, "fw": 1, "per_channel": False,
            "act": "NONE", "trips": 1, "clip": 0.0, "mult": 1, "keep": True}
 HALVE = ("cout", "units")
+# Whole-program settings a shrink may reset: the float interface, the compile options.
+DEFAULTS = {"io_float": False, "optimize": "balanced", "patch": "off"}
 
 
 def build(spec: dict) -> tuple[bytes, list[tuple[list[int], str]]]:
-    """The spec as a .tflite, and its inputs' (shape, dtype). Raises Inconsistent."""
+    """The spec as a .tflite, and its inputs' (shape, dtype). Raises Inconsistent. With
+    io_float (a quantized flavour), the model takes and returns float32 through QUANTIZE and
+    DEQUANTIZE, the way converted models with float interfaces do."""
     fl = FLAVOURS[spec["flavour"]]
     mb = ModelBuilder()
-    x = Node(mb.input(spec["input"], fl.act, **fl.qkw(spec.get("input_q"))), list(spec["input"]),
-             tuple(spec["input_q"]) if spec.get("input_q") else None)
-    inputs = [(list(spec["input"]), fl.act)]
+    shape, q = list(spec["input"]), (tuple(spec["input_q"]) if spec.get("input_q") else None)
+    io_float = bool(spec.get("io_float")) and fl.quantized
+    if io_float:
+        xf = mb.input(shape, "float32")
+        x = Node(mb.tensor(shape, fl.act, **fl.qkw(q)), shape, q)
+        mb.op("QUANTIZE", [xf], [x.tid])
+    else:
+        x = Node(mb.input(shape, fl.act, **fl.qkw(q)), shape, q)
+    inputs = [(shape, "float32" if io_float else fl.act)]
     pred = None
     if any(layer["op"] == "IF" for layer in spec["layers"]):
         pred = mb.input([1], "bool")
         inputs.append(([1], "bool"))
     nodes = [x]
     for layer in spec["layers"]:
-        srcs = [nodes[i] for i in layer["src"]]
         if any(i >= len(nodes) for i in layer["src"]):
             raise Inconsistent("a layer reads a later node")
-        nodes.append(emit(mb, fl, layer, srcs, pred))
+        nodes.append(emit(mb, fl, layer, [nodes[i] for i in layer["src"]], pred))
     outs = outputs_of(spec)
     if not outs:
         raise Inconsistent("no layers")
     for i in outs:
-        mb.output(nodes[i].tid)
+        if io_float:
+            y = mb.tensor(nodes[i].shape, "float32")
+            mb.op("DEQUANTIZE", [nodes[i].tid], [y])
+            mb.output(y)
+        else:
+            mb.output(nodes[i].tid)
     return mb.build(), inputs
 
 
@@ -89,8 +103,10 @@ def make_inputs(spec: dict, inputs) -> list[np.ndarray]:
             out.append(rng.integers(-128, 128, size=n, dtype=np.int8))
         elif dt == "int16":
             out.append(rng.integers(-32768, 32768, size=n, dtype=np.int16))
-        else:
-            out.append(rng.standard_normal(size=n).astype(np.float32))
+        else:   # float: around the quantized input's range when the model quantizes it
+            q = spec.get("input_q")
+            spread = q[0] * FLAVOURS[spec["flavour"]].qmax / 3 if q else 1.0
+            out.append((rng.standard_normal(size=n) * spread).astype(np.float32))
     return out
 
 
@@ -111,7 +127,10 @@ def generate_spec(rng: np.random.Generator, flavour: str) -> dict:
         input_q = [float(0.02 * 2 ** rng.uniform(-2, 2)),
                    int(rng.integers(-100, 101)) if fl.act == "int8" else 0]
     spec = {"flavour": flavour, "input": shape, "input_q": input_q,
-            "inputs_seed": int(rng.integers(2**31)), "layers": []}
+            "inputs_seed": int(rng.integers(2**31)), "layers": [],
+            "io_float": bool(fl.quantized and rng.random() < 0.25),
+            "optimize": str(rng.choice(["balanced", "balanced", "speed", "size"])),
+            "patch": "auto" if rng.random() < 0.2 else "off"}
     scratch = ModelBuilder()
     nodes = [Node(scratch.input(shape, fl.act, **fl.qkw(input_q)), shape, tuple(input_q) if input_q else None)]
     pred = scratch.input([1], "bool")
@@ -148,19 +167,24 @@ def _draw_layer(rng, fl, nodes: list[Node]) -> list[dict] | None:
         d = draw(op, rng, fl, [x])
         d["src"] = [src]
         return [d]
+    d = draw(op, rng, fl, [x, x])
     if op == "CONCATENATION":
+        ax = d["axis"]
         partners = [i for i, n in enumerate(nodes) if i != src and len(n.shape) == len(x.shape)
-                    and n.shape[:-1] == x.shape[:-1]]
+                    and all(a == b for k, (a, b) in enumerate(zip(n.shape, x.shape)) if k != ax)]
     else:
-        partners = [i for i, n in enumerate(nodes) if i != src and n.shape == x.shape]
+        partners = [i for i, n in enumerate(nodes) if i != src and broadcasts_into(n.shape, x.shape)]
     if partners and rng.random() < 0.5:
-        d = draw(op, rng, fl, [x, nodes[partners[0]]])
         d["src"] = [src, int(partners[int(rng.integers(len(partners)))])]
         return [d]
+    if op == "MUL" and len(x.shape) == 4 and rng.random() < 0.5:   # a squeeze-excite gate
+        gate = draw("MEAN", rng, fl, [x])
+        gate.update(axes=[1, 2], keep=True, src=[src])
+        d["src"] = [src, len(nodes)]
+        return [gate, d]
     branch = _branch(rng, fl, x)   # x -> f(x) of x's shape, then op(x, f(x)): a residual
     branch["src"] = [src]
-    d = draw(op, rng, fl, [x, x])
-    d["src"] = [src, len(nodes)] if rng.random() < 0.5 else [len(nodes), src]
+    d["src"] = [src, len(nodes)] if rng.random() < 0.5 or op == "CONCATENATION" else [len(nodes), src]
     return [branch, d]
 
 
@@ -210,7 +234,8 @@ class TFLiteProgram:
         for i, layer in enumerate(self.spec["layers"], 1):
             src = ",".join(map(str, layer["src"]))
             parts.append(f"{i}={layer['op']}({src})")
-        return f"tflite {self.flavour} input {self.spec['input']}: " + " ".join(parts)
+        opts = [f"{k}={self.spec[k]}" for k, v in DEFAULTS.items() if self.spec.get(k, v) != v]
+        return f"tflite {self.flavour} input {self.spec['input']}{' ' if opts else ''}{' '.join(opts)}: " + " ".join(parts)
 
     def size(self) -> int:
         n = 1000 * len(self.spec["layers"]) + sum(self.spec["input"])
@@ -221,7 +246,7 @@ class TFLiteProgram:
             n += sum(layer.get(k, 0) for k in HALVE) + sum(layer.get("pads", []))
         if self.spec.get("input_q") and self.spec["input_q"][1] != 0:
             n += 1
-        return n
+        return n + sum(self.spec.get(k, v) != v for k, v in DEFAULTS.items())
 
     def check(self, target: str, workdir: Path) -> core.Outcome:
         from .tflite_check import check_tflite
@@ -257,6 +282,9 @@ class TFLiteProgram:
             s = copy.deepcopy(spec)
             s["input_q"][1] = 0
             yield self._try(s)
+        for k, v in DEFAULTS.items():
+            if spec.get(k, v) != v:
+                yield self._try({**copy.deepcopy(spec), k: v})
 
     def _try(self, spec: dict):
         """The candidate if its spec still builds, else an empty program that never wins."""
