@@ -8,8 +8,8 @@ FPv5 core). The weights are re-laid out here so that the inner loop reads them i
 conv's as [out_c / 4][kh][kw][in_c][4], a fully connected layer's as
 [units / 16][depth][16] then [depth][units % 16]; a conv's output channels are zero-padded
 to the block (the padding's outputs are never stored). Every output is still the sum over
-(ky, kx, ic) in TFLM's order, the bias added last (depthwise: first, as the accumulators'
-starting value; reordering moves the result by rounding only)."""
+(ky, kx, ic) in TFLM's order, the bias added last (as TFLM does: the host's results are
+TFLM's to the bit, short of FMA contraction on cores that have it)."""
 from __future__ import annotations
 
 import numpy as np

@@ -151,6 +151,14 @@ def draw(op: str, rng, fl: Flavour, srcs: list[Node]) -> dict:
         d["then"] = pick(["ADD", "RELU", "MUL"])
     elif op == "WHILE":
         d["trips"] = int(rng.integers(1, 4))
+    elif op == "LEAKY_RELU":
+        d["alpha"] = float(pick([0.1, 0.2, 0.01, 0.5]))
+    elif op == "STRIDED_SLICE":   # a begin, end and stride per axis (the batch axis kept)
+        d["slices"] = [[0, 1, 1]] + [[int(rng.integers(0, max(1, n // 2 + 1))), int(rng.integers(n // 2 + 1, n + 1)),
+                                      int(pick([1, 1, 2]))] for n in x.shape[1:]]
+    elif op in ("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"):
+        d.update(size=[int(v) for v in rng.integers(1, 13, 2)],
+                 mode=pick(["default", "align_corners", "half_pixel"]))
     elif op == "RESHAPE":   # to [1, T, D] (sequence) or [1, N] (flatten)
         d["to"] = "seq" if len(x.shape) == 4 and rng.random() < 0.5 else "flat"
     return d
@@ -279,6 +287,33 @@ def emit(mb: ModelBuilder, fl: Flavour, layer: dict, srcs: list[Node], pred: int
             mb.op(op, [x.tid], [y.tid], "SoftmaxOptions", beta=layer["beta"])
         else:
             mb.op(op, [x.tid], [y.tid])
+        return y
+    if op in ("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH"):   # requantizing activations
+        scale = x.q[0] * (0.5 if op != "LEAKY_RELU" else 1.0) if x.q else 0
+        y = _tensor(mb, fl, x.shape, out_q(fl, rng, scale) if x.q else None)
+        if op == "LEAKY_RELU":
+            mb.op(op, [x.tid], [y.tid], "LeakyReluOptions", alpha=layer["alpha"])
+        else:
+            mb.op(op, [x.tid], [y.tid])
+        return y
+    if op == "STRIDED_SLICE":
+        sl = layer["slices"]
+        if len(sl) != len(x.shape):
+            raise Inconsistent("STRIDED_SLICE: rank changed")
+        sl = [[min(b, n - 1), min(max(e, min(b, n - 1) + 1), n), st] for (b, e, st), n in zip(sl, x.shape)]
+        shape = [-(-(e - b) // st) for b, e, st in sl]
+        y = _tensor(mb, fl, shape, x.q)
+        consts = [mb.const(np.array([v[k] for v in sl], np.int32), "int32") for k in range(3)]
+        mb.op(op, [x.tid] + consts, [y.tid], "StridedSliceOptions")
+        return y
+    if op in ("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"):
+        if len(x.shape) != 4:
+            raise Inconsistent(f"{op} on rank != 4")
+        size = layer["size"]
+        y = _tensor(mb, fl, [x.shape[0], size[0], size[1], x.shape[3]], x.q)
+        opts = "ResizeBilinearOptions" if op == "RESIZE_BILINEAR" else "ResizeNearestNeighborOptions"
+        mb.op(op, [x.tid, mb.const(np.array(size, np.int32), "int32")], [y.tid], opts,
+              alignCorners=layer["mode"] == "align_corners", halfPixelCenters=layer["mode"] == "half_pixel")
         return y
     if op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
         return _lstm(mb, fl, layer, rng, x)

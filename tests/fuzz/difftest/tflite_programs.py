@@ -33,13 +33,17 @@ from .tflite_layers import FLAVOURS, Inconsistent, Node, broadcasts_into, draw, 
 OPS = {
     4: {"CONV_2D": 6, "DEPTHWISE_CONV_2D": 4, "MAX_POOL_2D": 2, "AVERAGE_POOL_2D": 2, "PAD": 1,
         "RESHAPE": 2, "TRANSPOSE": 1, "MEAN": 1, "LOGISTIC": 1, "TANH": 1, "SOFTMAX": 1,
-        "ADD": 3, "MUL": 1, "CONCATENATION": 2, "IF": 1, "WHILE": 1},
+        "ADD": 3, "MUL": 1, "CONCATENATION": 2, "IF": 1, "WHILE": 1, "RELU": 1, "RELU6": 1,
+        "LEAKY_RELU": 1, "HARD_SWISH": 1, "STRIDED_SLICE": 1, "RESIZE_NEAREST_NEIGHBOR": 1,
+        "RESIZE_BILINEAR": 1},
     3: {"UNIDIRECTIONAL_SEQUENCE_LSTM": 4, "RESHAPE": 2, "TRANSPOSE": 1, "LOGISTIC": 1,
         "TANH": 1, "SOFTMAX": 1, "ADD": 2, "MUL": 1, "CONCATENATION": 1, "IF": 1, "WHILE": 1,
-        "MEAN": 1},
+        "MEAN": 1, "STRIDED_SLICE": 1, "RELU": 1},
     2: {"FULLY_CONNECTED": 6, "SOFTMAX": 1, "LOGISTIC": 1, "TANH": 1, "ADD": 2, "MUL": 1,
-        "CONCATENATION": 1, "IF": 1, "WHILE": 1},
+        "CONCATENATION": 1, "IF": 1, "WHILE": 1, "RELU6": 1, "LEAKY_RELU": 1, "HARD_SWISH": 1},
 }
+# Ops TFLM has no kernel for in a flavour.
+NOT_IN = {"int16x8": {"HARD_SWISH", "RESIZE_BILINEAR"}}
 BINARY = ("ADD", "MUL", "CONCATENATION")
 N_INFERENCES = 2     # two invocations: LSTM state carried over, IF taking both branches
 # Layer fields a shrink may lower, with their simplest value.
@@ -160,7 +164,7 @@ def _draw_layer(rng, fl, nodes: list[Node]) -> list[dict] | None:
     src = last if rng.random() < 0.6 else int(rng.integers(0, len(nodes)))
     x = nodes[src]
     ops = OPS[len(x.shape)]
-    names = list(ops)
+    names = [k for k in ops if k not in NOT_IN.get(fl.name, ())]
     p = np.array([ops[k] for k in names], float)
     op = names[int(rng.choice(len(names), p=p / p.sum()))]
     if op not in BINARY:
