@@ -253,6 +253,8 @@ def parse(argv):
     ap.add_argument("--shrink-seconds", type=float, default=300.0, help="time budget of one shrink")
     ap.add_argument("--reproduce", type=Path, help="rerun a failure folder's reproducer")
     ap.add_argument("--target", default="host", help="with --reproduce: host or a board name")
+    ap.add_argument("--summarize", type=Path, help="print the summary of an output folder's results.jsonl "
+                    "(a run stopped early)")
     args = ap.parse_args(argv)
     if not 0 <= args.board_share <= 1 or args.count < 1 or args.jobs < 1:
         ap.error("--board-share must be in [0, 1], --count and --jobs at least 1")
@@ -264,6 +266,11 @@ def main(argv=None) -> int:
     args = parse(argv)
     if args.reproduce:
         return reproduce(args.reproduce, args.target)
+    if args.summarize:
+        lines = (args.summarize / "results.jsonl").read_text().splitlines()
+        results = sorted((json.loads(x) for x in lines if x.strip()), key=lambda r: r["index"])
+        print(f"{len(results)} cases from {args.summarize}\n\n" + summary(results, {}))
+        return 1 if any(status_of(r) in core.FAILURES for r in results) else 0
     frontends = list(core.GENERATOR_MODULES) if args.frontend == "all" else args.frontend.split(",")
     try:
         missing = core.load_generators(frontends)
