@@ -74,13 +74,36 @@ class Frontend:
     name: str
     flavours: tuple[str, ...]
     generate: Generate
+    # Optional: the Program a write_reproducer folder holds (campaign --reproduce DIR).
+    load: Callable[[Path], Program] | None = None
 
 
 GENERATORS: dict[str, Frontend] = {}
+# The generator modules (in this package), by frontend; each registers itself when imported.
+GENERATOR_MODULES = {"tflite": "tflite_programs", "torch": "torch_programs"}
 
 
-def register(name: str, flavours: Iterable[str], generate: Generate) -> None:
-    GENERATORS[name] = Frontend(name, tuple(flavours), generate)
+def register(name: str, flavours: Iterable[str], generate: Generate,
+             load: Callable[[Path], Program] | None = None) -> None:
+    GENERATORS[name] = Frontend(name, tuple(flavours), generate, load)
+
+
+def load_generators(frontends: Iterable[str] | None = None) -> dict[str, str]:
+    """Import the generator modules of `frontends` (all by default). Returns {frontend: why}
+    for those that could not be imported (a module not written yet, torch missing), so a
+    campaign over "all" runs what it has and says what it left out."""
+    import importlib
+    missing = {}
+    for fe in (frontends or GENERATOR_MODULES):
+        if fe in GENERATORS:      # loaded already (or registered by a test)
+            continue
+        if fe not in GENERATOR_MODULES:
+            raise ValueError(f"unknown frontend {fe!r} (known: {', '.join(GENERATOR_MODULES)})")
+        try:
+            importlib.import_module(f".{GENERATOR_MODULES[fe]}", __package__)
+        except ImportError as e:
+            missing[fe] = f"{type(e).__name__}: {e}"
+    return missing
 
 
 def case_seed(campaign_seed: int, index: int) -> int:
