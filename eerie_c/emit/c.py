@@ -96,6 +96,16 @@ def state_info(g: Graph, plan: Plan) -> list[dict]:
 REGISTER_ARGS = 6
 
 
+# The local of NAME_invoke (and NAME_input_rows) that layer calls reach the arena through:
+# EERIE_ARENA_BASE in templates/model.c.j2 says why its value is hidden from gcc.
+ARENA_BASE = "eerie_arena"
+
+
+def through_base(c_text: str, name: str) -> str:
+    """A call's arguments with the arena's constant address replaced by the opaque base."""
+    return c_text.replace(f"{name}_arena + ", f"{ARENA_BASE} + ")
+
+
 def call_signature(g: Graph, plan: Plan, low: Lowered, name: str,
                    bind: bool = True) -> tuple[list[str], list[str], list[str]]:
     """-> (the kernel's parameters, the call's arguments, the lines that open the kernel's
@@ -146,7 +156,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
             for k, tid in enumerate(low.inputs):
                 ptr = _ptr(plan, g, tid, True, name)
                 lines = [ln.replace(f"{{in{k}}}", ptr) for ln in lines]
-            calls.append({"raw": ["    " * depth + ln for ln in lines]})
+            calls.append({"raw": ["    " * depth + through_base(ln, name) for ln in lines]})
             depth += after
             declares += [d for d in low.declares if d not in declares]
             continue
@@ -158,7 +168,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                           "body": "".join(bound) + low.body.rstrip("\n"), "comment": low.comment,
                           "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs,
                           "noinline": low.noinline})
-        calls.append({"name": low.fn_name, "args": ", ".join(args), "index": op.index,
+        calls.append({"name": low.fn_name, "args": through_base(", ".join(args), name), "index": op.index,
                       "indent": "    " * depth, "raw": None})
     rows_ctx = rows_info(g, lowered, plan, calls, name) if rows else None
     ctx = {
@@ -197,8 +207,8 @@ def rows_info(g: Graph, lowered: list[Lowered], plan: Plan, calls: list[dict], n
     if any(c.get("raw") for c in calls):
         raise CompilerBug("row-band input with control flow in NAME_invoke")
     scratch = plan.scratch[low.fn_name].offset
-    ring = f"{name}_arena + {scratch}"
-    outs = [_ptr(plan, g, tid, False, name) for tid in low.outputs]
+    ring = f"{ARENA_BASE} + {scratch}"
+    outs = [through_base(_ptr(plan, g, tid, False, name), name) for tid in low.outputs]
     return {"stage": low.fn_name, "ring": ring, "ring_rows": r.ring_rows, "ring_bytes": r.ring_bytes,
             "height": r.height, "row_bytes": r.row_bytes, "grid_rows": len(r.spans),
             "spans": ", ".join(f"{a}, {b}" for a, b in r.spans), "image_bytes": r.image_bytes,
