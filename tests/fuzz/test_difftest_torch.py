@@ -51,3 +51,17 @@ def test_random_torch_program(index, tmp_path):
         assert any(re.search(p, out.detail) for p in DOCUMENTED_REFUSALS), "refused: " + what
         return
     assert out.status == core.MATCH, what
+
+
+def test_reproducer_round_trips(tmp_path):
+    """A failure folder of the torch frontend loads back (campaign --reproduce DIR) as the same
+    program: same specs, shape, flavour and inputs."""
+    from difftest.torch_programs import load_reproducer
+    prog, _ = case(1)
+    prog.write_reproducer(tmp_path)
+    back = load_reproducer(tmp_path)
+    assert back.describe() == prog.describe()
+    assert (back.flavour, back.dom, back.shape, back.specs, back.seed) == \
+        (prog.flavour, prog.dom, prog.shape, prog.specs, prog.seed)
+    assert (back.inputs() == prog.inputs()).all()
+    assert core.GENERATORS["torch"].load is load_reproducer

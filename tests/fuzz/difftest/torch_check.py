@@ -151,4 +151,7 @@ def write_reproducer(prog, folder: Path, target: str = "host", outcome=None) -> 
                         .replace("false", "False"),
                         flavour=prog.flavour, dom=prog.dom, shape=tuple(prog.shape), seed=prog.seed)
     (folder / "repro.py").write_text(text)
+    (folder / "program.json").write_text(json.dumps({   # what campaign --reproduce loads
+        "flavour": prog.flavour, "dom": prog.dom, "shape": list(prog.shape), "specs": prog.specs,
+        "seed": prog.seed}, indent=1) + "\n")
     (folder / "README").write_text(f"python3 repro.py   # {prog.describe()}\n")

@@ -174,7 +174,14 @@ def generate(rng: random.Random, flavour: str, skip_gaps=()) -> TorchProgram:
             return prog
 
 
-core.register("torch", FLAVOURS, generate)
+def load_reproducer(folder: Path) -> TorchProgram:
+    """The program a write_reproducer folder holds (campaign --reproduce DIR)."""
+    d = json.loads((Path(folder) / "program.json").read_text())
+    return TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]), specs=d["specs"],
+                        seed=d["seed"])
+
+
+core.register("torch", FLAVOURS, generate, load_reproducer)
 
 
 def main(argv=None) -> int:
