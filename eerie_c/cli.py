@@ -144,12 +144,8 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise EerieError(f"{path}: no such file") from None
-    except Exception as e:
-        raise EerieError(f"{path}: not a valid .npy file ({e})") from None
+    from .validation_inputs import load_array_file
+    return load_array_file(path, ".npy")
 
 
 def cmd_compile(argv):

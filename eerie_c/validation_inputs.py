@@ -12,13 +12,15 @@ from .errors import EerieError
 from .ir import DTYPE_NP
 
 
-def _load(path: Path):
+def load_array_file(path, kind: str = ".npy / .npz"):
+    """np.load without pickles; a missing or malformed file is a one-line EerieError (also
+    `eerie-c run --input`'s loader)."""
     try:
         return np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise EerieError(f"{path}: no such file") from None
     except Exception as e:
-        raise EerieError(f"{path}: not a valid .npy / .npz file ({type(e).__name__}: {e})") from None
+        raise EerieError(f"{path}: not a valid {kind} file ({type(e).__name__}: {e})") from None
 
 
 def read_inputs(path) -> list[tuple[str, np.ndarray]]:
@@ -30,10 +32,10 @@ def read_inputs(path) -> list[tuple[str, np.ndarray]]:
         files = sorted(p.glob("*.npy"))
         if not files:
             raise EerieError(f"{p}: the directory holds no .npy files")
-        return [("", [(f, _load(f)) for f in files])]   # batched by match_inputs
+        return [("", [(f, load_array_file(f)) for f in files])]   # batched by match_inputs
     if not p.exists():
         raise EerieError(f"{p}: no such file")
-    data = _load(p)
+    data = load_array_file(p)
     if isinstance(data, np.ndarray):
         return [("", data)]
     with data:
@@ -120,7 +122,7 @@ def random_inputs(specs: list[dict], ranges: list[tuple[float, float] | None], c
 
 def read_labels(path, count: int) -> np.ndarray:
     """One integer class per inference (shape [N]); a one-hot [N, classes] array also works."""
-    a = _load(Path(path))
+    a = load_array_file(Path(path))
     if not isinstance(a, np.ndarray):
         raise EerieError(f"{path}: labels must be a .npy file, not a .npz")
     if a.ndim == 2 and a.shape[1] > 1:
