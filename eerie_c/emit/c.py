@@ -5,6 +5,9 @@ printed by fixed rules, no timestamps or absolute paths reach the output.
 """
 from __future__ import annotations
 
+import hashlib
+import re
+
 import numpy as np
 
 from ..version import __version__
@@ -106,6 +109,46 @@ def through_base(c_text: str, name: str) -> str:
     return c_text.replace(f"{name}_arena + ", f"{ARENA_BASE} + ")
 
 
+def icf_signature(fn_name: str, body: str, consts: dict[str, Const]) -> str:
+    """What gcc's identical code folding compares, roughly: the body without comments or
+    layout, the function's own name left out, and each of its constant tables by content
+    (IPA-ICF merges read-only tables with equal contents, whatever their names)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", body, flags=re.S)
+    text = " ".join(text.split())
+
+    def table(m: re.Match) -> str:
+        c = consts[m.group(0)]
+        data = np.ascontiguousarray(c.data)
+        return "@" + hashlib.sha1(c.ctype.encode() + data.tobytes()).hexdigest()[:16]
+    if consts:
+        text = re.sub(r"\b(" + "|".join(map(re.escape, sorted(consts, key=len, reverse=True))) + r")\b",
+                      table, text)
+    return text.replace(fn_name, "@fn")
+
+
+def keeps_constant_addresses(lowered: list[Lowered], consts: list[Const]) -> set[str]:
+    """The patch stages whose calls may pass the arena's constant addresses: gcc keeps them
+    out of line with one caller each, and the constant addresses are worth 10-25% of their
+    instructions (it rematerializes an address instead of keeping a pointer live through the
+    band loop). The opaque base exists against IPA-ICF merging twin functions and IPA-CP then
+    deleting calls to the clones; a stage with no twin in the file cannot be merged, so only
+    stages with a twin (a model that runs the same weights twice) go through the base."""
+    stages = [low for low in lowered if low.control is None and low.op is not None
+              and low.op.kind == "PATCH_STAGE"]
+    if not stages:
+        return set()
+    by_name = {c.cname: c for c in consts}
+    signatures = {}
+    for low in lowered:
+        if low.control is None:
+            own = {n: c for n, c in by_name.items() if n.startswith(low.fn_name + "_")}
+            signatures[low.fn_name] = icf_signature(low.fn_name, low.body, own)
+    counts: dict[str, int] = {}
+    for s in signatures.values():
+        counts[s] = counts.get(s, 0) + 1
+    return {low.fn_name for low in stages if counts[signatures[low.fn_name]] == 1}
+
+
 def call_signature(g: Graph, plan: Plan, low: Lowered, name: str,
                    bind: bool = True) -> tuple[list[str], list[str], list[str]]:
     """-> (the kernel's parameters, the call's arguments, the lines that open the kernel's
@@ -146,6 +189,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
     # Helpers may depend on others: keep the order requant first.
     helpers.sort(key=lambda h: (h != "requant", h))
     functions, calls, declares = [], [], []
+    constant_ok = keeps_constant_addresses(lowered, consts)
     depth = 0
     for low in lowered:
         if low.control is not None:
@@ -168,7 +212,10 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
                           "body": "".join(bound) + low.body.rstrip("\n"), "comment": low.comment,
                           "shapes": f"{shapes} -> {out_shapes}", "macs": low.macs,
                           "noinline": low.noinline})
-        calls.append({"name": low.fn_name, "args": through_base(", ".join(args), name), "index": op.index,
+        args_text = ", ".join(args)
+        if low.fn_name not in constant_ok:
+            args_text = through_base(args_text, name)
+        calls.append({"name": low.fn_name, "args": args_text, "index": op.index,
                       "indent": "    " * depth, "raw": None})
     rows_ctx = rows_info(g, lowered, plan, calls, name) if rows else None
     ctx = {

@@ -193,7 +193,7 @@ def test_conv_add_rq_host(tmp_path, size_mode, case):
     model, shape = ADD_CASES[case]()
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
-    res = compile_model(src, target="cortex-m4", name="m", optimize="size")
+    res = compile_model(src, target="cortex-m4", name="m", optimize="size", patch="off")
     adds = [op for op in res.report["ops"] if op["kind"] == "CONV_2D_ADD"]
     assert adds and all(op["choice"].startswith("weights int8, requantization 9 B") for op in adds)
     assert "eerie_conv_unpack_rq(l" in res.files["m.c"]

@@ -69,11 +69,11 @@ def test_rows_in_place_qemu(tmp_path, kw, board):
     model, shape = dw_chain(**kw)
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
-    rep = compile_model(p, target="cortex-m4", name="m").report
+    rep = compile_model(p, target="cortex-m4", name="m", patch="off").report
     dw = next(o for o in rep["ops"] if o["kind"] == "DEPTHWISE_CONV_2D")
     assert dw["inputs"][0]["offset"] == dw["outputs"][0]["offset"], "runs in place"
-    assert ("static void eerie_dw_pairs" in compile_model(p, target="cortex-m4", name="m").files["m.c"]) \
+    assert ("static void eerie_dw_pairs" in compile_model(p, target="cortex-m4", name="m", patch="off").files["m.c"]) \
         == ("dil" not in kw)
     xs = [random_inputs(list(shape), "int8", 2, seed=6)]
-    got, rep = run_model(p, xs, board=board)
+    got, rep = run_model(p, xs, board=board, patch="off")
     np.testing.assert_array_equal(got[0], tflm_run(model, xs)[0])

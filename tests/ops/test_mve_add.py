@@ -170,7 +170,7 @@ FUSED = ["identity-3x3", "identity-conv-first-operand", "identity-odd-pixels",
 def _fused_report(tmp_path, model):
     p = tmp_path / "fused.tflite"
     p.write_bytes(model)
-    return compile_model(p, target=TARGET, name="m").report
+    return compile_model(p, target=TARGET, name="m", patch="off").report
 
 
 @pytest.mark.parametrize("case", FUSED)

@@ -64,6 +64,25 @@ def output_step(graph) -> float:
     return 0.0
 
 
+def island_input_step(graph) -> float:
+    """For a float island at the end of the program: the largest step of the int8 tensors it
+    starts from (the scales its DEQUANTIZEs read). One step of rounding there reaches the
+    output scaled by the island's slope, about 1 for the activations a program ends in."""
+    producer = {o: op for op in graph.ops for o in op.outputs}
+    steps, todo, seen = [], [graph.outputs[0]], set()
+    while todo:
+        tid = todo.pop()
+        op = producer.get(tid)
+        if tid in seen or op is None:
+            continue
+        seen.add(tid)
+        if op.kind == "DEQUANTIZE":
+            steps.append(float(graph.t(op.inputs[0]).scale))
+        else:
+            todo += [i for i in op.inputs if i is not None]
+    return max(steps, default=0.0)
+
+
 def assert_contract(got: np.ndarray, ref: np.ndarray, step: float, classifier: bool = False,
                     max_steps: int = 1) -> float:
     """Every element within one output step (`max_steps` where a documented compounding allows
