@@ -13,6 +13,8 @@ multiplier' = (multiplier << s) / count (truncating), exponent' = exponent - s -
 + zp_out and a clamp to int8. There is no fused activation. int16 takes the same path in TFLM
 (QuantizedMeanOrSum on int16 values), clamped to int16.
 """
+import math
+
 import numpy as np
 
 from ..templating import render
@@ -57,6 +59,18 @@ def _loop_nest(shape, axes):
             [dict(var=f"r{i}", size=s, stride=st) for i, (_, s, st) in enumerate(reduced)])
 
 
+def _single_rounding(real: float) -> dict:
+    """A PT2E program's MEAN (attrs rounding="single", passes/fold_qdq.py): the converted
+    module takes the mean of the dequantized values in float and quantizes it once, to nearest
+    with ties to even. TFLM's integer path rounds twice (in the doubling high multiply, then in
+    the shift), which put a mean over 8 tokens 1 step off at -34.33 steps (it gave -35). Here
+    (sum - zp_in * count) * M / 2^N in 64 bits, M = real * 2^N held to 31 bits, rounded once."""
+    n = 30 - math.frexp(real)[1] + 1          # real * 2^n in [2^30, 2^31)
+    n = max(1, min(n, 62))
+    m = int(round(real * (1 << n)))
+    return {"m": m, "n": n, "half": 1 << (n - 1), "mask": (1 << n) - 1}
+
+
 @kernel("MEAN", dtypes=("int8", "int16", "float32"))
 def lower_mean(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
@@ -77,11 +91,14 @@ def lower_mean(op, g, ctx):
         return Lowered(body=render("kernels/mean_f32.c.j2", **v), inputs=[x.id], outputs=[y.id])
     if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
         raise EerieError(f"MEAN (op {op.index}): {x.dtype} MEAN needs per-tensor quantization")
-    mult, shift = quantize_multiplier(float(np.float32(x.scale)) / float(np.float32(y.scale)))
-    s = min(count.bit_length() - 1, 32, 31 + shift)
-    v.update(mult=(mult << s) // count, shift=shift - s, in_offset=-x.zero_point * count,
-             out_zp=y.zero_point, ctype=x.ctype,
+    v.update(in_offset=-x.zero_point * count, out_zp=y.zero_point, ctype=x.ctype,
              lo=-128 if x.dtype == "int8" else -32768, hi=127 if x.dtype == "int8" else 32767)
+    if op.attrs.get("rounding") == "single":
+        v["single"] = _single_rounding(float(np.float32(x.scale)) / (float(np.float32(y.scale)) * count))
+    else:
+        mult, shift = quantize_multiplier(float(np.float32(x.scale)) / float(np.float32(y.scale)))
+        s = min(count.bit_length() - 1, 32, 31 + shift)
+        v.update(mult=(mult << s) // count, shift=shift - s)
     helpers = {"requant"}
     return Lowered(body=render("kernels/mean_s8.c.j2", **v), inputs=[x.id], outputs=[y.id],
                    helpers=helpers)

@@ -113,6 +113,8 @@ class Folder:
         attrs = dict(op.attrs)
         if act is not None:
             attrs["fused_activation_function"] = act.kind
+        if op.kind == "MEAN":   # the float mean of the program, rounded once (kernels/mean.py)
+            attrs["rounding"] = "single"
         ins = [self.view.get(t, t) if t is not None else None for t in op.inputs]
         if op.kind == "AVERAGE_POOL_2D" and op.attrs.get("padding") == "VALID" \
                 and not self.same_quant(g.t(ins[0]), g.t(out)):
@@ -153,7 +155,7 @@ class Folder:
         n, h, w_, c = g.t(x).shape
         if (kh, kw) == (h, w_):
             axes = self.fresh(x, (2,), "int32", None, np.array([1, 2], np.int32), label=f"{op.name}_axes")
-            mean = {"keep_dims": True}
+            mean = {"keep_dims": True, "rounding": "single"}
             if "torch_source" in attrs:
                 mean["torch_source"] = attrs["torch_source"]
             return Op("MEAN", [x, axes], [out], mean, op.name, op.index, op.subgraph)

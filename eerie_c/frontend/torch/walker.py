@@ -14,14 +14,15 @@ from typing import Any
 import numpy as np
 
 from ...errors import EerieError
-from ...ir import DTYPE_NP, Graph, Op, Tensor
+from ...ir import DTYPE_NP, Graph, Op, Quant, Tensor
 from ..tensor_checks import shape_problem
 # Each of these registers its lowerings on import (the walker needs them all).
 from . import (batch, lower_any, lower_elementwise, lower_nn, lower_norm, lower_pool,  # noqa: F401
                lower_pow, lower_quant, lower_reduce, lower_resize, lower_shape)
 from .batch import check_per_sample, find_dynamic_sizes
 from .control import lower_higher_order
-from .lower_quant import note_const_dequantize
+from .lower_quant import QUANTIZE_OPS, _params, note_const_dequantize
+from .lut_regions import evaluate, find_regions
 from .registry import LOWERINGS
 from .values import Act, _flat_values, _ir_dtype, _np, _src, _torch
 
@@ -52,6 +53,8 @@ class Lowerer:
         self.batch_max: int | None = None
         self.quant_hints: list = []   # scales of dequantized constants (PT2E weights)
         self.quantized = False        # the program quantizes activations (PT2E)
+        # PT2E: element-wise regions of one int8 value, run as one table (lut_regions.py)
+        self.table_regions: dict = {}
 
     # ---- building blocks -------------------------------------------------------------------
 
@@ -151,6 +154,8 @@ class Lowerer:
         named.update({k: consts[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
         gm = ep.graph_module
         find_dynamic_sizes(self, gm, user_inputs)
+        if any(getattr(n.target, "__name__", "") in QUANTIZE_OPS for n in gm.graph.nodes):
+            self.table_regions = find_regions(gm, user_inputs, torch)
         if self.dyn is not None and self.dyn.syms:
             # The actual sizes, stored by NAME_invoke for the DYN_* ops to read.
             self.dyn.sizes = self.op("DYN_SIZES", [], (len(self.dyn.syms),), "int32",
@@ -247,8 +252,23 @@ class Lowerer:
             self.env = prev
 
     def _walk(self, gm, env, skip_placeholders):
+        inside = {n for _, nodes in self.table_regions.values() for n in nodes[:-1]}
+        deferred = []
         for node in gm.graph.nodes:
             self.node = node
+            if node in inside:   # computed with its region's end, as a table or op by op
+                deferred.append(node)
+                continue
+            if node in self.table_regions:
+                source, nodes = self.table_regions[node]
+                made = self.table_lookup(node, source, nodes, env)
+                if made is not None:
+                    env[node] = made
+                    continue
+                for n in nodes[:-1]:
+                    self.node = n
+                    env[n] = self.call(n, self.value(n.args, env), self.value(dict(n.kwargs), env), env)
+                self.node = node
             if node.op == "placeholder":
                 if not skip_placeholders and node not in env:
                     raise EerieError(f"region input {node.name} is unbound")
@@ -266,6 +286,21 @@ class Lowerer:
             kwargs = self.value(dict(node.kwargs), env)
             env[node] = self.call(node, args, kwargs, env)
         raise EerieError("the program has no output")
+
+    def table_lookup(self, end, source, nodes, env) -> Act | None:
+        """The region ending at quantize node `end` as one TABLE_LOOKUP of `source`'s int8
+        tensor (lut_regions.py), or None: then its nodes are lowered one by one."""
+        x = env.get(source)
+        if not isinstance(x, Act) or self.t(x).dtype != "int8" or self.dyn is not None:
+            return None
+        made = evaluate(self.torch, source, nodes, env)
+        if made is None:
+            return None
+        table, what = made
+        scale, zp, _ = _params(self, end, *self.value(tuple(end.args[1:6]), env))
+        y = self.op("TABLE_LOOKUP", [x], self.t(x).shape, "int8", {"table": table, "function": what})
+        self.t(y).quant = Quant(np.array([scale], np.float32), np.array([zp], np.int64))
+        return y
 
     def value(self, a, env):
         fx = self.torch.fx
