@@ -287,5 +287,9 @@ def cancel_transposes(g: Graph) -> Graph:
         if _split(trial, trw, t):
             _fixed_point(trial, trw)
             if _transposed_elements(trial) < _transposed_elements(g):
-                g.ops, g.tensors = trial.ops, trial.tensors
+                # in place: a control-flow region shares its tensor dict with the graph around
+                # it, and a new dict would hide the tensors made here from the other one
+                g.ops = trial.ops
+                g.tensors.clear()
+                g.tensors.update(trial.tensors)
                 rw = _Rewriter(g)
