@@ -78,3 +78,20 @@ def test_pt2e_conv_tanhshrink(tmp_path):
 
 def test_pt2e_mean_linear_softsign(tmp_path):
     check_program(SOFTSIGN_PROGRAM, tmp_path, exact=True)
+
+
+# CI slice seed 2611, case 34, shrunk: torch.cond whose else-branch is an MBConv block
+# (squeeze-excite: sigmoid over transposed tensors). cancel_transposes' shared-TRANSPOSE split,
+# when it paid off inside the cond's region, swapped the region's tensor dict for a new one: the
+# tensors it made there were unknown to the graph around it ("IR verifier after
+# linearize_control_flow: ... writes unknown tensor t28_sigmoid_nt", a CompilerBug).
+COND_MBCONV_PROGRAM = {
+    "flavour": "pt2e-xnnpack", "dom": "img", "shape": [1, 8, 1, 2], "seed": 2007917883,
+    "specs": [{"kind": "cond", "seed": 1630224866,
+               "then": [{"kind": "norm", "norm": "gn", "groups": 1, "seed": 902478081}],
+               "else": [{"kind": "mbconv", "expand": 1, "k": 5, "stride": 1, "out": 8,
+                         "seed": 1337988465}]}]}
+
+
+def test_pt2e_cond_mbconv_region_tensors(tmp_path):
+    check_program(COND_MBCONV_PROGRAM, tmp_path)
