@@ -93,6 +93,7 @@ def lower_mean(op, g, ctx):
         raise EerieError(f"MEAN (op {op.index}): {x.dtype} MEAN needs per-tensor quantization")
     v.update(in_offset=-x.zero_point * count, out_zp=y.zero_point, ctype=x.ctype,
              lo=-128 if x.dtype == "int8" else -32768, hi=127 if x.dtype == "int8" else 32767)
+    v["single"] = None
     if op.attrs.get("rounding") == "single":
         v["single"] = _single_rounding(float(np.float32(x.scale)) / (float(np.float32(y.scale)) * count))
     else:
