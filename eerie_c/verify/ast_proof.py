@@ -64,6 +64,8 @@ callees and the absence of recursion.  This module is the entry point: `prove_c`
 """
 from __future__ import annotations
 
+import hashlib
+
 from pathlib import Path
 
 from ..errors import CompilerBug
@@ -104,12 +106,18 @@ def _prove_text(text: str, c_path: Path, entry: str, config: ProofConfig, cache:
             "asm_statements": ch.asm_statements, "asm_loops": ch.asm_loops, "externals": ext}
 
 
+# Proofs already done in this process, by (preprocessed text, file name, entry, configuration):
+# the same file proves the same way (a model compiled again by `run` after `compile`, or by
+# the next test); its CompilerBug, if any, is raised again since failures are not kept.
+PROVED: dict[tuple, dict] = {}
+
+
 def prove_configurations(c_path: Path, include_dirs: list[Path], entry: str,
                          configs: list[ProofConfig]) -> dict:
     """prove_c under each configuration (proof_config.configurations); the figures of the
     first (the target's) at the top, every configuration's under `per_configuration`."""
     c_path = Path(c_path)
-    cache: dict = {}
+    cache = None   # c_parse.ITEMS, the process-wide cache of parsed items
     done: dict[str, dict] = {}   # preprocessed text -> its result: identical text, same proof
     results = []
     # the weight tables shrunk once, before preprocessing (c_parse.shrink_tables)
@@ -117,8 +125,17 @@ def prove_configurations(c_path: Path, include_dirs: list[Path], entry: str,
     for config in configs:
         text = preprocess(c_path, [Path(d) for d in include_dirs], None, config, source)
         r = done.get(text)
-        r = dict(r, configuration=config.label, features=features(config)) if r else \
-            _prove_text(text, c_path, entry, config, cache)
+        if r is None:
+            key = (hashlib.sha256(text.encode()).hexdigest(), c_path.name, entry, config.label)
+            r = PROVED.get(key)
+            if r is None:
+                r = _prove_text(text, c_path, entry, config, cache)
+                PROVED[key] = r
+                while len(PROVED) > 256:   # the oldest proofs go first
+                    del PROVED[next(iter(PROVED))]
+            r = dict(r)
+        else:
+            r = dict(r, configuration=config.label, features=features(config))
         done.setdefault(text, r)
         results.append(r)
     out = dict(results[0])

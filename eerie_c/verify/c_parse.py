@@ -149,13 +149,38 @@ def _items(text: str) -> list[str]:
     return chunks
 
 
+class ItemCache(dict):
+    """The parse of each top-level item, kept across files for the life of the process:
+    consecutive compiles (a test suite, `eerie-c validate` then `run`, the two configurations
+    of one proof) share the headers' declarations, the helpers and most kernels, and parsing
+    is most of the proof's time. Bounded by the text it holds (oldest items dropped first);
+    the checker only reads the ASTs."""
+
+    def __init__(self, max_chars: int = 8_000_000):
+        super().__init__()
+        self.max_chars, self.chars = max_chars, 0
+
+    def __setitem__(self, key, value):
+        if key not in self:
+            self.chars += len(key[0])
+        super().__setitem__(key, value)
+        while self.chars > self.max_chars and len(self) > 1:
+            old = next(iter(self))
+            self.chars -= len(old[0])
+            super().__delitem__(old)
+
+
+ITEMS = ItemCache()
+
+
 def parse(text: str, c_path: Path, cache: dict | None = None) -> c_ast.FileAST:
     """Parse preprocessed, asm-free text; a parse failure is a compiler bug.  `cache` (any
-    dict, shared between calls) memoises the parse of each top-level item."""
+    dict, shared between calls; by default the process-wide ITEMS) memoises the parse of
+    each top-level item."""
     text = re.sub(r"\b(__volatile__|__volatile)\b", "volatile", text)
     text = shrink_tables(text)
     try:
-        return _parse_items(text, c_path, {} if cache is None else cache)
+        return _parse_items(text, c_path, ITEMS if cache is None else cache)
     except Exception:   # pycparser's ParseError, or anything else on a bad split
         pass   # a split the item scanner got wrong: the whole file in one go decides
     try:

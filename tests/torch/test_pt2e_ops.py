@@ -73,8 +73,11 @@ OPS = {
     "sigmoid": Fn(torch.sigmoid),
     "tanh": Fn(torch.tanh),
     "softmax": Fn(lambda x: torch.softmax(x, dim=1)),
-    "mul": Fn(lambda x: x * x),
-    "add": Fn(lambda x: x + torch.relu(x)),
+    # two different int8 values per element (x and its mirror): the int8 MUL / ADD kernels, not
+    # a table (a function of x alone, such as x * x, is one: see "square")
+    "mul": Fn(lambda x: x * x.flip(3)),
+    "add": Fn(lambda x: x + torch.relu(x.flip(3))),
+    "square": Fn(lambda x: x * x + torch.relu(x)),
     "avg_pool": Fn(lambda x: F.avg_pool2d(x, 2)),
     "max_pool": Fn(lambda x: F.max_pool2d(x, 2)),
     "mean": Fn(lambda x: x - x.mean(dim=(2, 3), keepdim=True)),
@@ -86,10 +89,13 @@ OPS = {
     "cat": CatSelf(),
     "flip": Fn(lambda x: x.flip(1, 3)),   # two REVERSE_V2 (dims not adjacent)
 }
-# op family -> IR kinds that must be int8 in the compiled program
+# op family -> IR kinds that must be int8 in the compiled program. An element-wise function of
+# one int8 value (hardswish, sigmoid, tanh, x * x + relu(x)) is one TABLE_LOOKUP computed by
+# torch (frontend/torch/lut_regions.py).
 EXPECT = {
-    "relu6": {"CONV_2D"}, "hardtanh": {"CONV_2D"}, "hardswish": {"HARD_SWISH"},
-    "sigmoid": {"LOGISTIC"}, "tanh": {"TANH"}, "softmax": {"SOFTMAX"}, "mul": {"MUL"},
+    "relu6": {"CONV_2D"}, "hardtanh": {"CONV_2D"}, "hardswish": {"TABLE_LOOKUP"},
+    "sigmoid": {"TABLE_LOOKUP"}, "tanh": {"TABLE_LOOKUP"}, "softmax": {"SOFTMAX"}, "mul": {"MUL"},
+    "square": {"TABLE_LOOKUP"},
     "add": {"ADD"}, "avg_pool": {"DEPTHWISE_CONV_2D"},   # rescaling: see _int8_ops.pool_as_depthwise
      "max_pool": {"MAX_POOL_2D"}, "mean": {"MEAN", "SUB"},
     "pad": {"PAD"}, "permute": {"TRANSPOSE"}, "grouped_conv": {"CONV_2D", "CONCATENATION"},
