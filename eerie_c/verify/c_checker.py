@@ -77,6 +77,9 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks, AsmChecks):
 
     def bug(self, node, msg: str):
         where = f"in function {self.fn}" if self.fn else "at file scope"
+        c = getattr(node, "coord", None)
+        if (c is None or not c.line) and getattr(self, "last_placed", None) is not None:
+            node = self.last_placed   # pycparser 2.x gives a cast's type name line 0
         raise CompilerBug(f"C proof: {where} ({_where(node)}): {msg}")
 
     # ---- declarations and types ----
@@ -186,6 +189,9 @@ class CSourceChecker(ForLoopBounds, CallGraphChecks, AsmChecks):
         variables and of the const integer locals in scope."""
         if n is None:
             return
+        c = getattr(n, "coord", None)
+        if c is not None and c.line:
+            self.last_placed = n   # the nearest node with a line, for bug() messages
         if isinstance(n, c_ast.Decl):
             if n.name in env:
                 self.bug(n, f"declaration of {n.name!r} shadows an enclosing loop variable")

@@ -124,9 +124,10 @@ def test_small_model_full_compile():
 # structured corruptions are refused early. All six models stay near 40 s of CPU.
 # A full compile of one of these is 1-4 s (the C proof of every mutant included), so CI draws a
 # few per model (about 3 minutes of the suite went here at 3x these counts); FUZZ_SCALE=3 or
-# run_long.py draws more.
+# run_long.py draws more. The two float models keep their counts: with fewer, none of the fixed
+# examples got through every stage, which the test asks of at least one.
 FULL_COMPILE_EXAMPLES = {"ad01_int8": 10, "kws_ref_model": 10, "pretrainedResnet_quant": 8,
-                         "vww_96_int8": 5, "pretrainedResnet": 7, "ad01_fp32": 4}
+                         "vww_96_int8": 5, "pretrainedResnet": 20, "ad01_fp32": 12}
 
 
 @pytest.mark.parametrize("name", ALL_MODELS)
