@@ -17,7 +17,7 @@ op that is neither a quantize / dequantize nor a clamp (those already run exactl
 """
 from __future__ import annotations
 
-from .lower_quant import DEQUANTIZE_OPS, QUANTIZE_OPS
+from .lower_quant import QUANTIZE_OPS
 
 # ATen ops (by overload packet) computed element by element, so a function of the one value
 ELEMENTWISE = {
@@ -111,7 +111,8 @@ def _same_shape(source, end) -> bool:
 
 def evaluate(torch, source, nodes, env) -> tuple | None:
     """(the 256 int8 results for source values -128..127, a short description), or None when
-    the region does not evaluate to finite int8 values (the caller then lowers it op by op)."""
+    the region does not evaluate to 256 int8 values, or meets a NaN (the caller then lowers it
+    op by op)."""
     fx = torch.fx
     vals = {source: torch.arange(-128, 128, dtype=torch.int8)}
 
@@ -128,9 +129,7 @@ def evaluate(torch, source, nodes, env) -> tuple | None:
                 args = fx.node.map_aggregate(n.args, arg)
                 kwargs = fx.node.map_aggregate(dict(n.kwargs), arg)
                 vals[n] = n.target(*args, **kwargs)
-    except _NotScalar:
-        return None
-    except Exception:
+    except Exception:   # _NotScalar, or torch refusing the values: lowered op by op
         return None
     out = vals[nodes[-1]]
     if not isinstance(out, torch.Tensor) or out.dtype != torch.int8 or out.numel() != 256:

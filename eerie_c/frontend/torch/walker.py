@@ -253,11 +253,9 @@ class Lowerer:
 
     def _walk(self, gm, env, skip_placeholders):
         inside = {n for _, nodes in self.table_regions.values() for n in nodes[:-1]}
-        deferred = []
         for node in gm.graph.nodes:
             self.node = node
             if node in inside:   # computed with its region's end, as a table or op by op
-                deferred.append(node)
                 continue
             if node in self.table_regions:
                 source, nodes = self.table_regions[node]
