@@ -228,6 +228,36 @@ def test_board_runs_every_input_in_one_boot(tmp_path, monkeypatch):
     assert res.report["board"] == "mps2-an386" and res.report["instructions"] > 0
 
 
+def test_riscv_board_bit_exact_in_one_boot(tmp_path):
+    """The same contract on a RISC-V board: every input through one riscv-virt boot."""
+    require_board_tools("riscv-virt")
+    xs = _int8_inputs(40, seed=7)
+    res = eerie_c.validate(_int8_model(tmp_path / "m.tflite"), board="riscv-virt", inputs=xs)
+    (st,) = res.outputs
+    assert res.ok and st.compared == st.bit_exact == 40 and res.where == "riscv-virt"
+    assert res.report["board"] == "riscv-virt" and res.report["instructions"] > 0
+    # the reference, run here: the table counted real agreement, not its own outputs
+    ref = tflm_run(tmp_path / "m.tflite", xs)[0]
+    assert st.top1_agreement == 1.0 and ref.shape == (40, 1, 10)
+
+
+def test_dynamic_sizes_are_refused_with_one_line(tmp_path, capsys):
+    """A .pt2 exported with a dynamic batch: validate needs one shape per input, so it refuses
+    with exit 2, one line naming the reason, and nothing written."""
+    import torch
+    net = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU()).eval()
+    ep = torch.export.export(net, (torch.randn(3, 6),),
+                             dynamic_shapes=({0: torch.export.Dim("batch", max=8)},))
+    path = tmp_path / "dyn.pt2"
+    torch.export.save(ep, str(path))
+    out = tmp_path / "val"
+    rc = main(["validate", str(path), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "validate does not support programs with dynamic sizes" in err and "dyn.pt2" in err, err
+    assert not out.exists()
+
+
 def _torch_net():
     import torch
     from torch import nn
