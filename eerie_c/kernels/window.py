@@ -30,6 +30,7 @@ class Window:
     has_interior: bool        # some output positions see only in-bounds taps
     has_border: bool          # some output positions see an out-of-bounds tap
     interior_cond: str        # C condition on (oy, ox) for "interior"; "" if all or none
+    interior: tuple = (0, 0, 0, 0)   # the interior as [ylo, yhi) x [xlo, xhi) of output indices
 
     def keeps_pixels(self, in_h: int, in_w: int) -> bool:
         """Stride 1 and as many output rows and columns as input ones: output pixel p is
@@ -99,7 +100,7 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
         if xhi < out_w:
             terms.append(f"ox < {xhi}")
     return Window(kh, kw, sh, sw, dh, dw, pad_t, pad_l, out_h, out_w,
-                  has_interior, not all_interior, " && ".join(terms))
+                  has_interior, not all_interior, " && ".join(terms), (ylo, yhi, xlo, xhi))
 
 
 def conv_window(op, x, w, b, y, what: str) -> Window:
