@@ -86,8 +86,17 @@ def prove_c(c_path: Path, include_dirs: list[Path], entry: str, defines: list[st
     across calls on the same file."""
     c_path = Path(c_path)
     source = shrink_tables(c_path.read_text())
-    text = preprocess(c_path, [Path(d) for d in include_dirs], defines, config, source)
+    text = _relative_markers(preprocess(c_path, [Path(d) for d in include_dirs], defines, config, source), c_path)
     return _prove_text(text, c_path, entry, config, {} if cache is None else cache)
+
+
+def _relative_markers(text: str, c_path: Path) -> str:
+    """The preprocessor's line markers name files in the file's own directory by their bare
+    name. That directory is a fresh temporary one per compile (verify_generated), and its name
+    in every marker made each item's text new to the parse cache (c_parse.ITEMS) and each
+    proof new to PROVED: a second compile of the same model parsed every item again. Messages
+    name files by their base name anyway (c_checker._where)."""
+    return text.replace(f'"{c_path.parent}/', '"')
 
 
 def _prove_text(text: str, c_path: Path, entry: str, config: ProofConfig, cache: dict) -> dict:
@@ -123,7 +132,8 @@ def prove_configurations(c_path: Path, include_dirs: list[Path], entry: str,
     # the weight tables shrunk once, before preprocessing (c_parse.shrink_tables)
     source = shrink_tables(c_path.read_text())
     for config in configs:
-        text = preprocess(c_path, [Path(d) for d in include_dirs], None, config, source)
+        text = _relative_markers(preprocess(c_path, [Path(d) for d in include_dirs], None, config, source),
+                                 c_path)
         r = done.get(text)
         if r is None:
             key = (hashlib.sha256(text.encode()).hexdigest(), c_path.name, entry, config.label)

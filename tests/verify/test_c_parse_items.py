@@ -57,3 +57,23 @@ def test_file_scope_compound_literal_and_odd_layouts_parse(tmp_path):
     ast = parse(preprocess(c, [tmp_path]), c)
     names = [e.decl.name if isinstance(e, c_ast.FuncDef) else e.name for e in ast.ext]
     assert names == [None, "q", "g", "T", "h", "k"]
+
+
+def test_a_second_compile_parses_nothing_again(models_dir, monkeypatch):
+    """Each compile proves its C in a fresh temporary directory; the line markers name files
+    relative to it (ast_proof._relative_markers), so compiling the same model again reuses
+    every parsed item (with the directory in the markers, it parsed all ~200 again)."""
+    from eerie_c.verify import ast_proof
+    calls = []
+    real = c_parser.CParser.parse
+
+    def counted(self, *a, **kw):
+        calls.append(1)
+        return real(self, *a, **kw)
+    monkeypatch.setattr(c_parser.CParser, "parse", counted)
+    monkeypatch.setattr(ast_proof, "PROVED", {})   # the whole-proof cache aside: items only
+    compile_model(models_dir / "ad01_int8.tflite", target="cortex-m4", name="twice", patch="off")
+    first = len(calls)
+    ast_proof.PROVED.clear()
+    compile_model(models_dir / "ad01_int8.tflite", target="cortex-m4", name="twice", patch="off")
+    assert first > 0 and len(calls) == first, (first, len(calls) - first)
