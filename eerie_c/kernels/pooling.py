@@ -15,6 +15,7 @@ from ..errors import EerieError
 from . import Lowered, kernel
 from ._dsp import has_dsp
 from ._mve import has_mve
+from ._pool_split import max_split
 from ._quant import activation_range_float, activation_range_int
 
 # Largest window the Helium and DSP average pools sum in int16 lanes: 256 x 128 = 32768 =
@@ -99,6 +100,8 @@ def _lower_pool(op, g, ctx, mode):
             # DSP cores: window sums of 4 channels per word, SXTAB16 (pool_avg_s8_dsp.c.j2)
             body = render("kernels/pool_avg_s8_dsp.c.j2", act_min=lo, act_max=hi, **geo)
             return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"dsp", "pool_dsp"})
+        if mode == "max" and x.dtype == "int8":
+            return max_split(x, y, geo, lo, hi, ctx.target)
         body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,
                       lowest=qmin, **geo)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

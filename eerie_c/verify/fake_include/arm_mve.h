@@ -47,6 +47,8 @@ int32x4_t vshrq_n_s32(int32x4_t a, int imm);
 int32x4_t vshlq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vshlq_r_s32(int32x4_t a, int32_t b);
 int32x4_t vrshlq_n_s32(int32x4_t a, int32_t b);
+int8x16_t vmaxq_s8(int8x16_t a, int8x16_t b);
+int8x16_t vminq_s8(int8x16_t a, int8x16_t b);
 int32x4_t vmaxq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vminq_s32(int32x4_t a, int32x4_t b);
 /* the average pool's window sums (helpers/pool_mve.c.j2) */
