@@ -96,6 +96,22 @@ COSTS.update({
                       "SOFTMAX": (0, 38, 0, 700)},
     ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
 })
+# int8 MAX_POOL_2D (kernels/_pool_split.py) from the kernel's own counts (report.json's "pool":
+# vector loads, one per window pixel and channel vector over the clipped windows as run, and
+# vector stores, one per output pixel and vector): (per load, per store, fixed), least squares
+# on relative errors by bench/pool_bench.py --fit over five one-layer models (96x96x8 2x2/2
+# VALID and 3x3/2 SAME, 48x48x20 2x2 RELU6, 32x32x3 2x2, 24x24x16 3x3/1 SAME RELU). The
+# vectors have POOL_LANES lanes; the channels past them count one vector each (DSP, scalar) or
+# one predicated vector (Helium).
+POOL_LANES = {"dsp": 4, "mve": 16}
+POOL_COSTS = {("dsp", "MAX_POOL_2D"): (3.70, 1.10, 150), ("mve", "MAX_POOL_2D"): (4.48, 0, 150),
+              ("v7m", "MAX_POOL_2D"): (4.95, 0, 150), ("rv32", "MAX_POOL_2D"): (2.59, 3.47, 150)}
+# where a pool's counts are not at hand (a row band's layer, older reports): the same kernels
+# per input / output element, for channels a multiple of the lanes and windows that tile the
+# input (stride = filter)
+for (_fam, _kind), (_load, _store, _fixed) in POOL_COSTS.items():
+    _lanes = POOL_LANES.get(_fam, 1)
+    COSTS[(_fam, False)].setdefault(_kind, (0, _store / _lanes, _load / _lanes, _fixed))
 # the patch stage per family (see above): per patched MAC, plus a fixed cost
 # (where STAGE_FIT has no per-layer fit)
 STAGE_COSTS = {"dsp": (3.4, 0, 0, 200), "mve": (3.4, 0, 0, 200), "v7m": (9.6, 0, 0, 200),
@@ -305,17 +321,34 @@ def estimate_op(op: dict, target: str) -> int | None:
         if fit is not None:
             return fit
     return estimate_layer(op["kind"], op["macs"], _elements(op["inputs"]), _elements(op["outputs"]),
-                          is_float, target)
+                          is_float, target, work=op)
+
+
+def _pool(kind: str, pool: dict, target: str) -> int | None:
+    """A pool from its kernel's vector loads and stores (POOL_COSTS); None where the counts
+    are not this target's kernel's (another lane count) or there is no fit."""
+    fam = FAMILY.get(target)
+    scale = V6M_SCALE if fam == "v6m" else 1.0
+    fam = "v7m" if fam == "v6m" else fam
+    cost = POOL_COSTS.get((fam, kind))
+    if cost is None or pool.get("lanes") != POOL_LANES.get(fam, 1):
+        return None
+    per_load, per_store, fixed = cost
+    return int(round((per_load * pool["loads"] + per_store * pool["stores"] + fixed) * scale, -1))
 
 
 def estimate_layer(kind: str, macs: int, in_elements: float, out_elements: int, is_float: bool,
-                   target: str, share: float = 1.0) -> int | None:
+                   target: str, share: float = 1.0, work: dict | None = None) -> int | None:
     """One layer from its kind, MACs and element counts (all inputs, all outputs); share: the
     part of the layer a call computes (a cached stage's step), which takes that part of the
-    fixed cost too."""
+    fixed cost too; work: the kernel's own counts (Lowered.work: a pool's "pool")."""
     fam = FAMILY.get(target)
     if fam is None:
         return None
+    if work and work.get("pool") and not is_float and share == 1.0:
+        n = _pool(kind, work["pool"], target)
+        if n is not None:
+            return n
     scale = V6M_SCALE if fam == "v6m" else 1.0
     fam = "v7m" if fam == "v6m" else fam
     if fam == "rv32":
@@ -367,7 +400,8 @@ def stage_growth(g, lowered, target: str):
     per_step = {}
     for low in lowered:
         per_step[step_of[id(low.op)]] = estimate_layer(low.op.kind, low.macs, elements(low.inputs),
-                                                       elements(low.outputs), is_float(low), target)
+                                                       elements(low.outputs), is_float(low), target,
+                                                       work=low.work)
     if not per_step or any(v is None for v in per_step.values()):
         return None, None
     before = sum(per_step.values())

@@ -1,12 +1,13 @@
 """The int8 MAX_POOL_2D kernel (templates/kernels/pool_max_s8_split.c.j2): per output pixel
 its channels in vectors, 16 per Helium vector on the M55 (VMAX.S8, the last partial vector
 predicated), 4 per word on DSP cores (SSUB8 + SEL, helpers/pool_max_dsp.c.j2), one at a time
-elsewhere, branch-free (helpers/pool_max.c.j2: RISC-V has no conditional move); the channels
-past the DSP words one at a time the same way. Output pixels whose window lies wholly inside
-the input read it at constant offsets (unrolled up to MAX_UNROLL taps), the border's windows
-are clipped to the input as in the portable kernel. The running max starts at the fused
-activation's minimum, so the low clamp costs nothing; the high clamp is one min, emitted only
-where it can bite. Same bytes as TFLM: max and clamps are exact."""
+elsewhere and past the DSP words (helpers/pool_max.c.j2: a compare and a predicated move on
+Arm, a compare and branch on RISC-V, measured faster there than a branch-free form). Output
+pixels whose window lies wholly inside the input read it at constant offsets (unrolled up to
+MAX_UNROLL taps), the border's windows are clipped to the input as in the portable kernel.
+The running max starts at the fused activation's minimum, so the low clamp costs nothing; the
+high clamp is one min, emitted only where it can bite. Same bytes as TFLM: max and clamps are
+exact. Lowered.work["pool"] counts the vector loads and stores for estimate.py."""
 from __future__ import annotations
 
 from ..templating import render
@@ -120,4 +121,21 @@ def max_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
                   ox_b=ox_b, interior=interior, interior_code=inner, border_code=border,
                   uses_ch=uses_b or (interior and uses_in), **geo)
     helpers = set(v["helpers"]) | ({"pool_max"} if fam == "dsp" else set())
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
+                   work={"pool": pool_work(geo, v["lanes"], "ld_n" in v)})
+
+
+def pool_work(geo: dict, lanes: int, predicated: bool) -> dict:
+    """The vector loads (one per window pixel and channel vector, summed over the output
+    pixels: the clipped windows as run) and stores of a pool kernel whose channel vectors
+    have `lanes` lanes, the channels past the last whole vector predicated or one at a time:
+    what estimate.py counts."""
+    def clipped(out, size, filt, stride, pad):
+        return sum(min(k * stride - pad + filt, size) - max(k * stride - pad, 0) for k in range(out))
+    c = geo["channels"]
+    vectors = c // lanes + ((1 if c % lanes else 0) if predicated else c % lanes)
+    window = clipped(geo["out_h"], geo["in_h"], geo["filter_h"], geo["stride_h"], geo["pad_h"]) \
+        * clipped(geo["out_w"], geo["in_w"], geo["filter_w"], geo["stride_w"], geo["pad_w"])
+    pixels = geo["out_h"] * geo["out_w"]
+    return {"lanes": lanes, "loads": geo["batches"] * window * vectors,
+            "stores": geo["batches"] * pixels * vectors}
