@@ -1,4 +1,4 @@
-"""The int8 MAX_POOL_2D kernel (templates/kernels/pool_max_s8_split.c.j2): per output pixel
+"""The int8 MAX_POOL_2D kernel (templates/kernels/pool_s8_split.c.j2): per output pixel
 its channels in vectors, 16 per Helium vector on the M55 (VMAX.S8, the last partial vector
 predicated), 4 per word on DSP cores (SSUB8 + SEL, helpers/pool_max_dsp.c.j2), one at a time
 elsewhere and past the DSP words (helpers/pool_max.c.j2: a compare and a predicated move on
@@ -111,18 +111,33 @@ def max_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
     c, fh, fw = geo["channels"], geo["filter_h"], geo["filter_w"]
     row = geo["in_w"] * c
     v = dict(VECTORS.get(fam, SCALAR), row=row, c=c)
-    taps = [fy * row + fx * c for fy in range(fh) for fx in range(fw)]
-    oy_a, oy_b = interior_range(geo["out_h"], geo["in_h"], fh, geo["stride_h"], geo["pad_h"])
-    ox_a, ox_b = interior_range(geo["out_w"], geo["in_w"], fw, geo["stride_w"], geo["pad_w"])
-    interior = oy_a < oy_b and ox_a < ox_b
+    taps = window_taps(geo)
     inner, uses_in = _pixel(dict(v, rows=fh, cols=fw), c, taps, lo, hi)
     border, uses_b = _pixel(dict(v, rows="rows", cols="cols"), c, None, lo, hi)
-    body = render("kernels/pool_max_s8_split.c.j2", row=row, oy_a=oy_a, oy_b=oy_b, ox_a=ox_a,
-                  ox_b=ox_b, interior=interior, interior_code=inner, border_code=border,
-                  uses_ch=uses_b or (interior and uses_in), **geo)
+    body = render_split(geo, inner, border, uses_in, uses_b,
+                        "The running max starts at the fused activation's minimum (the low clamp).")
     helpers = set(v["helpers"]) | ({"pool_max"} if fam == "dsp" else set())
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
                    work={"pool": pool_work(geo, v["lanes"], "ld_n" in v)})
+
+
+def window_taps(geo: dict) -> list[int]:
+    """The offsets of a whole window's elements from its first (row by row)."""
+    row, c = geo["in_w"] * geo["channels"], geo["channels"]
+    return [fy * row + fx * c for fy in range(geo["filter_h"]) for fx in range(geo["filter_w"])]
+
+
+def render_split(geo: dict, interior_code: str, border_code: str, interior_uses_ch: bool,
+                 border_uses_ch: bool, note: str) -> str:
+    """The pool kernel's loops (templates/kernels/pool_s8_split.c.j2) around one output
+    pixel's code for the interior and for the border."""
+    oy_a, oy_b = interior_range(geo["out_h"], geo["in_h"], geo["filter_h"], geo["stride_h"], geo["pad_h"])
+    ox_a, ox_b = interior_range(geo["out_w"], geo["in_w"], geo["filter_w"], geo["stride_w"], geo["pad_w"])
+    interior = oy_a < oy_b and ox_a < ox_b
+    return render("kernels/pool_s8_split.c.j2", row=geo["in_w"] * geo["channels"], oy_a=oy_a,
+                  oy_b=oy_b, ox_a=ox_a, ox_b=ox_b, interior=interior, interior_code=interior_code,
+                  border_code=border_code, uses_ch=border_uses_ch or (interior and interior_uses_ch),
+                  note=note, **geo)
 
 
 def pool_work(geo: dict, lanes: int, predicated: bool) -> dict:
