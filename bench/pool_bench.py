@@ -35,6 +35,9 @@ CASES = {
     "max3s1-relu-c16": ("MAX_POOL_2D", [1, 24, 24, 16], (3, 3), (1, 1), "SAME", "RELU"),
     "avg2": ("AVERAGE_POOL_2D", [1, 96, 96, 8], (2, 2), (2, 2), "VALID", "NONE"),
     "avg3": ("AVERAGE_POOL_2D", [1, 96, 96, 8], (3, 3), (2, 2), "SAME", "NONE"),
+    "avg2-relu6-c20": ("AVERAGE_POOL_2D", [1, 48, 48, 20], (2, 2), (2, 2), "VALID", "RELU6"),
+    "avg-global-c64": ("AVERAGE_POOL_2D", [1, 25, 5, 64], (25, 5), (1, 1), "VALID", "NONE"),
+    "avg3s1-c16": ("AVERAGE_POOL_2D", [1, 24, 24, 16], (3, 3), (1, 1), "SAME", "RELU"),
 }
 BOARDS = ("mps2-an386", "mps3-an547", "riscv-virt")
 

@@ -66,16 +66,15 @@ COSTS = {
                      # stages with both stride-1 layers switched; per layer (bench/profile_stage.py)
                      # 1.9-4.1 per MAC over the layer's pairs kernel, depending on the weights
                      "DEPTHWISE_CONV_2D_LOW": (3.60, 0, 5.13, 8750),
-                     # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
-                     "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
     # kws/vww/ResNet layers within 0.9-1.1x but the first layers: vww 0.48x, ResNet 0.64x)
     ("mve", False): {"CONV_2D": (0.109, 4.5, 0, 200), "CONV_2D_ADD": (0.104, 13.8, 0, 200),
                      "DEPTHWISE_CONV_2D": (1.31, 0.15, 0, 200), "FULLY_CONNECTED": (0.137, 8.8, 0, 150),
-                     "AVERAGE_POOL_2D": (0, 0, 5.5, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     ("v7m", False): {"CONV_2D": (5.16, 67, 0, 200), "CONV_2D_ADD": (5.03, 158, 0, 200),
                      "DEPTHWISE_CONV_2D": (18.1, 2, 0, 200), "FULLY_CONNECTED": (5.21, 44, 0, 150),
-                     "AVERAGE_POOL_2D": (0, 0, 6.3, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     # float with an FPU refitted to issue 15's blocked VFMA kernels (M4: ResNet float 1.92,
     # ad01_fp32 2.30 instructions per MAC; DS-CNN depthwise 2.34)
     ("fpu", True): {"CONV_2D": (1.85, 19.4, 0, 200), "FULLY_CONNECTED": (2.2, 13.2, 0, 150),
@@ -89,29 +88,40 @@ COSTS = {
 COSTS.update({
     ("rv32", False): {"CONV_2D": (3.05, 27, 0, 200), "CONV_2D_ADD": (3.03, 135, 0, 200),
                       "DEPTHWISE_CONV_2D": (5.17, 0, 0, 200), "FULLY_CONNECTED": (3.74, 21.5, 0, 150),
-                      "AVERAGE_POOL_2D": (0, 0, 4.7, 150), "SOFTMAX": (0, 93, 0, 700)},
+                      "SOFTMAX": (0, 93, 0, 700)},
     # the same blocked kernels on RV32F (fmadd.s): ResNet float 2.14, ad01_fp32 2.30 per MAC
     ("rv32f", True): {"CONV_2D": (2.0, 90, 0, 200), "FULLY_CONNECTED": (2.2, 12, 0, 150),
                       "ADD": (0, 0, 5.9, 150), "AVERAGE_POOL_2D": (0, 0, 4.7, 150),
                       "SOFTMAX": (0, 38, 0, 700)},
     ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
 })
-# int8 MAX_POOL_2D (kernels/_pool_split.py) from the kernel's own counts (report.json's "pool":
-# vector loads, one per window pixel and channel vector over the clipped windows as run, and
-# vector stores, one per output pixel and vector): (per load, per store, fixed), least squares
-# on relative errors by bench/pool_bench.py --fit over five one-layer models (96x96x8 2x2/2
-# VALID and 3x3/2 SAME, 48x48x20 2x2 RELU6, 32x32x3 2x2, 24x24x16 3x3/1 SAME RELU). The
-# vectors have POOL_LANES lanes; the channels past them count one vector each (DSP, scalar) or
-# one predicated vector (Helium).
-POOL_LANES = {"dsp": 4, "mve": 16}
+# int8 MAX_POOL_2D and AVERAGE_POOL_2D (kernels/_pool_split.py, _pool_avg.py) from the
+# kernel's own counts (report.json's "pool": vector loads, one per window pixel and channel
+# vector over the clipped windows as run, and vector stores, one per output pixel and
+# vector): (per load, per store, fixed), least squares on relative errors by
+# bench/pool_bench.py --fit over five one-layer models each (max: 96x96x8 2x2/2 VALID and
+# 3x3/2 SAME, 48x48x20 2x2 RELU6, 32x32x3 2x2, 24x24x16 3x3/1 SAME RELU), in sample per layer
+# within 0.75-1.2x (max) and 0.57-1.3x (average; low where many border windows divide one
+# channel at a time, high on the scalar global pools). The
+# vectors have POOL_LANES lanes (else 1); the channels past them count one vector each (DSP,
+# scalar) or one predicated vector (Helium). An average over more than 256 elements sums in
+# int32, one channel at a time, on every core: its counts have 1 lane, and where that is not
+# the family's the in/out fallback below estimates it.
+POOL_LANES = {("dsp", "MAX_POOL_2D"): 4, ("mve", "MAX_POOL_2D"): 16,
+              ("dsp", "AVERAGE_POOL_2D"): 4, ("mve", "AVERAGE_POOL_2D"): 8}
 POOL_COSTS = {("dsp", "MAX_POOL_2D"): (3.70, 1.10, 150), ("mve", "MAX_POOL_2D"): (4.48, 0, 150),
-              ("v7m", "MAX_POOL_2D"): (4.95, 0, 150), ("rv32", "MAX_POOL_2D"): (2.59, 3.47, 150)}
+              ("v7m", "MAX_POOL_2D"): (4.95, 0, 150), ("rv32", "MAX_POOL_2D"): (2.59, 3.47, 150),
+              # the average's store is the division of a vector's channels (kernels/_pool_avg.py);
+              # its five cases: 96x96x8 2x2/2 VALID and 3x3/2 SAME, 48x48x20 2x2 RELU6, a
+              # 25x5x64 global pool, 24x24x16 3x3/1 SAME RELU
+              ("dsp", "AVERAGE_POOL_2D"): (5.76, 38.9, 150), ("mve", "AVERAGE_POOL_2D"): (4.98, 6.75, 150),
+              ("v7m", "AVERAGE_POOL_2D"): (4.01, 0, 150), ("rv32", "AVERAGE_POOL_2D"): (3.65, 3.01, 150)}
 # where a pool's counts are not at hand (a row band's layer, older reports): the same kernels
 # per input / output element, for channels a multiple of the lanes and windows that tile the
 # input (stride = filter)
 for (_fam, _kind), (_load, _store, _fixed) in POOL_COSTS.items():
-    _lanes = POOL_LANES.get(_fam, 1)
-    COSTS[(_fam, False)].setdefault(_kind, (0, _store / _lanes, _load / _lanes, _fixed))
+    _lanes = POOL_LANES.get((_fam, _kind), 1)
+    COSTS[(_fam, False)][_kind] = (0, _store / _lanes, _load / _lanes, _fixed)
 # the patch stage per family (see above): per patched MAC, plus a fixed cost
 # (where STAGE_FIT has no per-layer fit)
 STAGE_COSTS = {"dsp": (3.4, 0, 0, 200), "mve": (3.4, 0, 0, 200), "v7m": (9.6, 0, 0, 200),
@@ -331,7 +341,7 @@ def _pool(kind: str, pool: dict, target: str) -> int | None:
     scale = V6M_SCALE if fam == "v6m" else 1.0
     fam = "v7m" if fam == "v6m" else fam
     cost = POOL_COSTS.get((fam, kind))
-    if cost is None or pool.get("lanes") != POOL_LANES.get(fam, 1):
+    if cost is None or pool.get("lanes") != POOL_LANES.get((fam, kind), 1):
         return None
     per_load, per_store, fixed = cost
     return int(round((per_load * pool["loads"] + per_store * pool["stores"] + fixed) * scale, -1))
