@@ -60,9 +60,13 @@ def _divide(value: str, count, magic, lo: int, hi: int) -> str:
 
 def _sums(init: str, add_tap, taps, unroll: bool, v: dict) -> list[str]:
     """The window's sum: add_tap(index expression) per tap, unrolled over the interior's taps
-    or looped over v["rows"] x v["cols"]."""
+    or looped over v["rows"] x v["cols"] (one loop where a fixed window spans whole rows: a
+    global pool)."""
     if unroll:
         return [init] + [add_tap(str(off)) for off in taps]
+    if isinstance(v["rows"], int) and v["cols"] * v["c"] == v["row"]:   # whole rows: one run
+        return [init, f"for (fx = 0; fx < {v['rows'] * v['cols']}; ++fx) {{",
+                "    " + add_tap(f"fx * {v['c']}"), "}"]
     return [init, f"for (fy = 0; fy < {v['rows']}; ++fy) {{",
             f"    for (fx = 0; fx < {v['cols']}; ++fx) {{",
             "        " + add_tap(f"fy * {v['row']} + fx * {v['c']}"), "    }", "}"]
@@ -141,5 +145,5 @@ def avg_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
     body = render_split(geo, inner, "const int count = rows * cols;\n" + border, uses_in, uses_b,
                         "Each divides its window's sum by the window's element count, as TFLM.")
     helpers = {"pool_avg", *{"mve": ("pool_mve",), "dsp": ("dsp", "pool_dsp")}.get(fam, ())}
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, noinline=True,
                    work={"pool": pool_work(geo, lanes, fam == "mve")})

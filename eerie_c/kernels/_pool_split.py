@@ -65,6 +65,10 @@ def _group(v: dict, ch: str, window, lo: int, hi: int, tail: int = 0) -> list[st
         out = [f"{v['type']} m = {ld.format(_at('p', ch, window[0])) if first else _const(v, lo)};"]
         out += [f"m = {v['max']}(m, {ld.format(_at('p', ch, off))});"
                 for off in (window[1:] if first else window)]
+    elif isinstance(v["rows"], int) and v["cols"] * v["c"] == v["row"]:   # whole rows: one run
+        out = [f"{v['type']} m = {_const(v, lo)};",
+               f"for (fx = 0; fx < {v['rows'] * v['cols']}; ++fx) {{",
+               f"    m = {v['max']}(m, {ld.format(_at('p', ch, 0) + ' + fx * ' + str(v['c']))});", "}"]
     else:
         at = f" + fy * {v['row']} + fx * {v['c']}"
         out = [f"{v['type']} m = {_const(v, lo)};",
