@@ -3,7 +3,7 @@
 SysTick on the Cortex-M boards, minstret on riscv-virt), beside the compile-time estimate
 (eerie_c/estimate.py). Each case is a one-layer model; the count is one NAME_invoke (a few
 dozen instructions of call and barrier on top of the layer). Measurement only: nothing is
-asserted.
+asserted. Before / after figures of issue 28's pool kernels: bench/pool_results.md.
 
     python bench/pool_bench.py [--boards mps2-an386,mps3-an547] [--cases max2,max3] [--fit]
 """
