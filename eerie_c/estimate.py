@@ -136,6 +136,20 @@ GENERIC = {("dsp", False): (5.0, 20, 8, 150), ("mve", False): (5.0, 20, 8, 150),
            ("rv32f", True): (7.0, 20, 6, 150), ("rv32soft", True): (160.0, 900, 90, 150)}
 
 
+# PAD / PADV2 (kernels/pad.py: memset of the output, then memcpy of the input rows, both the C
+# library's): measured on a 1x48x48x48 -> 1x50x50x48 PAD (QEMU -icount shift=0, 2026-11-29):
+# int8 112,360 (M4) and 115,843 (M55) instructions, 1,144,083 on riscv-virt (picolibc's
+# byte loops); float32 446,120 (M4), 4,574,740 (riscv-virt). A pad value whose bytes differ
+# (a float 1.5, say) is filled by a loop instead: rough there.
+PAD_COSTS = {("dsp", False): (0, 0.5, 0.45, 150), ("mve", False): (0, 0.5, 0.45, 150),
+             ("v7m", False): (0, 0.5, 0.45, 150), ("fpu", True): (0, 2.0, 1.86, 150),
+             ("soft", True): (0, 2.0, 1.86, 150), ("rv32", False): (0, 5.0, 4.9, 150),
+             ("rv32f", True): (0, 20.0, 19.6, 150), ("rv32soft", True): (0, 20.0, 19.6, 150)}
+for _key, _cost in PAD_COSTS.items():
+    for _kind in ("PAD", "PADV2"):
+        COSTS[_key].setdefault(_kind, _cost)
+
+
 # The patch stage per layer kind on DSP / Helium cores (the same per-tile C): a fixed cost per
 # MAC misjudged stages whose first layers have few channels (the person detector's 3x3 conv
 # over one grey channel measured 5.6 instructions per patched MAC, vww's stages 3.4), so the

@@ -76,6 +76,10 @@ def _lower_pad(op, g, ctx):
     else:
         value = 0
     pad_value = c_float(value) if x.dtype == "float32" else str(int(value))
+    # memset (word stores in the C library) when every byte of the value is the same byte:
+    # any int8, 0 and -1 in wider integers, +0.0 (not -0.0, whose sign byte differs)
+    raw = np.asarray(value, dtype=np.dtype(x.dtype)).tobytes()
+    fill_byte = raw[0] if raw == raw[:1] * len(raw) else None
 
     dims = _merged_dims(list(x.shape), pads)
     outer, (row, row_lo, _) = dims[:-1], dims[-1]
@@ -90,7 +94,7 @@ def _lower_pad(op, g, ctx):
              for i, ((s, lo, _), ist, ost) in enumerate(zip(outer, in_strides, out_strides))]
     src = ctx.tensor_const(x, "input") if x.is_const else "in0"
     body = render("kernels/pad.c.j2", loops=loops, row=row, row_lo=row_lo, out_size=y.size,
-                  in_size=x.size, pad_value=pad_value, ctype=DTYPE_C[x.dtype], src=src)
+                  in_size=x.size, pad_value=pad_value, fill_byte=fill_byte, ctype=DTYPE_C[x.dtype], src=src)
     return Lowered(body=body, inputs=[] if x.is_const else [x.id], outputs=[y.id])
 
 

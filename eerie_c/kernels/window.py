@@ -1,10 +1,10 @@
 """The sliding window of CONV_2D, DEPTHWISE_CONV_2D and the ops built like them: TFLite's
-output size and padding (only the floor half of an odd total before the image), checked
-against the model's output shape, the window's interior (outputs that see no out-of-image
-tap) as a C condition, and the checks of a conv's operands against it. A row band of a patch
-stage (kernels/_patch_tiles.py, op attribute `tile_window`) brings its own top and left
-padding: the image's only at the image's edges. plan/patch.py computes stage geometry with
-the same out_size / pad_before.
+output size and padding (only the floor half of an odd total before the image), or the explicit
+padding of a folded PAD (passes/fold_pad.py), checked against the model's output shape, the
+window's interior (outputs that see no out-of-image tap) as a C condition, and the checks of a
+conv's operands against it. A row band of a patch stage (kernels/_patch_tiles.py, op
+attribute `tile_window`) brings its own top and left padding: the image's only at the image's
+edges. plan/patch.py computes stage geometry with the same out_size / pad_before.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class Window:
     has_interior: bool        # some output positions see only in-bounds taps
     has_border: bool          # some output positions see an out-of-bounds tap
     interior_cond: str        # C condition on (oy, ox) for "interior"; "" if all or none
+    interior: tuple = (0, 0, 0, 0)   # the interior as [ylo, yhi) x [xlo, xhi) of output indices
 
     def keeps_pixels(self, in_h: int, in_w: int) -> bool:
         """Stride 1 and as many output rows and columns as input ones: output pixel p is
@@ -58,13 +59,19 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
     sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
     dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
     padding = a.get("padding", "VALID")
-    if padding not in ("SAME", "VALID"):
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
         raise EerieError(f"{what}: unsupported padding {padding!r}")
     if min(sh, sw, dh, dw) < 1:
         raise EerieError(f"{what}: stride and dilation must be >= 1 (got stride {sh}x{sw}, "
                          f"dilation {dh}x{dw})")
-    out_h = out_size(padding, in_h, kh, sh, dh)
-    out_w = out_size(padding, in_w, kw, sw, dw)
+    explicit = a.get("explicit_padding") if padding == "EXPLICIT" else None
+    if explicit is not None:   # a folded PAD (passes/fold_pad.py): VALID over the padded size
+        t, b, left, r = explicit
+        out_h = out_size("VALID", in_h + t + b, kh, sh, dh)
+        out_w = out_size("VALID", in_w + left + r, kw, sw, dw)
+    else:
+        out_h = out_size(padding, in_h, kh, sh, dh)
+        out_w = out_size(padding, in_w, kw, sw, dw)
     band = a.get("tile_window")   # kernels/_patch_tiles.py: one row band of a patch stage,
     if band is not None:          # whose padding is the image's only at the image's edges
         out_h, out_w = out_shape[1], out_shape[2]
@@ -72,8 +79,12 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
         raise EerieError(f"{what}: output is {out_shape[1]}x{out_shape[2]} but {padding} padding "
                          f"with a {kh}x{kw} kernel, stride {sh}x{sw}, dilation {dh}x{dw} on a "
                          f"{in_h}x{in_w} input gives {out_h}x{out_w}")
-    pad_t = pad_before(in_h, out_h, kh, sh, dh) if band is None else band["pad_t"]
-    pad_l = pad_before(in_w, out_w, kw, sw, dw) if band is None else band["pad_l"]
+    if band is not None:
+        pad_t, pad_l = band["pad_t"], band["pad_l"]
+    elif explicit is not None:
+        pad_t, pad_l = explicit[0], explicit[2]
+    else:
+        pad_t, pad_l = pad_before(in_h, out_h, kh, sh, dh), pad_before(in_w, out_w, kw, sw, dw)
     ylo, yhi = _interior_range(in_h, out_h, kh, sh, dh, pad_t)
     xlo, xhi = _interior_range(in_w, out_w, kw, sw, dw, pad_l)
     has_interior = yhi > ylo and xhi > xlo
@@ -89,7 +100,7 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
         if xhi < out_w:
             terms.append(f"ox < {xhi}")
     return Window(kh, kw, sh, sw, dh, dw, pad_t, pad_l, out_h, out_w,
-                  has_interior, not all_interior, " && ".join(terms))
+                  has_interior, not all_interior, " && ".join(terms), (ylo, yhi, xlo, xhi))
 
 
 def conv_window(op, x, w, b, y, what: str) -> Window:

@@ -151,7 +151,7 @@ def layer_of(op, g) -> Layer | None:
         return None
     a = op.attrs
     padding = a.get("padding", "VALID")
-    if padding not in ("SAME", "VALID"):
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
         return None
     sh, sw = int(a.get("stride_h", 1)), int(a.get("stride_w", 1))
     dh, dw = int(a.get("dilation_h_factor", 1) or 1), int(a.get("dilation_w_factor", 1) or 1)
@@ -160,6 +160,12 @@ def layer_of(op, g) -> Layer | None:
         return None   # depth multiplier > 1: not in the per-tile kernel
     _, in_h, in_w, in_c = x.shape
     _, out_h, out_w, out_c = y.shape
+    if padding == "EXPLICIT":   # a folded PAD (passes/fold_pad.py): VALID over the padded size
+        t, b, left, r = a["explicit_padding"]
+        if (out_size("VALID", in_h + t + b, kh, sh, dh), out_size("VALID", in_w + left + r, kw, sw, dw)) \
+                != (out_h, out_w):
+            return None
+        return Layer(op.kind, in_h, in_w, in_c, out_h, out_w, out_c, kh, kw, sh, sw, dh, dw, t, left)
     if (out_size(padding, in_h, kh, sh, dh), out_size(padding, in_w, kw, sw, dw)) != (out_h, out_w):
         return None
     pad_t = pad_before(in_h, out_h, kh, sh, dh)

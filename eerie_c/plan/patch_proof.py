@@ -93,6 +93,8 @@ def _geometry(op, g, prev) -> dict:
     for size, out, k, s, d in ((x.shape[1], y.shape[1], kh, sh, dh), (x.shape[2], y.shape[2], kw, sw, dw)):
         need = (out - 1) * s + (k - 1) * d + 1
         pads.append(max(need - size, 0) // 2 if same else 0)
+    if op.attrs.get("padding") == "EXPLICIT":   # a folded PAD (passes/fold_pad.py)
+        pads = [int(op.attrs["explicit_padding"][0]), int(op.attrs["explicit_padding"][2])]
     if op.kind in POOLS and x.shape[3] != y.shape[3]:
         raise CompilerBug(f"{op.kind} op {op.index} in a patch stage changes the channels")
     return dict(geo, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pad_t=pads[0], pad_l=pads[1])
