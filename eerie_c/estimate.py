@@ -23,6 +23,9 @@ on kws and vww (3x3 only, so per MAC alone: per layer within 0.87-1.19x); float 
 float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
 only, so other float kernels in soft float are rough.
 
+int8 MAX_POOL_2D and AVERAGE_POOL_2D: from their kernels' own vector loads and stores
+(estimate_pools.py).
+
 PATCH_STAGE (plan/patch.py, the per-tile kernel of kernels/_patch.py, portable C with SMLAD on
 DSP cores and no Helium): instructions per MAC of the stage *as run*, halos included (its "macs"
 is the patched MAC count). Fitted on DSP and Helium cores alike (the same C): vww_96_int8's
@@ -37,6 +40,8 @@ riscv-virt 19,866,442 for 1,646,976 (12.06): 9.6 and 12.1 (the higher, so that t
 from __future__ import annotations
 
 import math
+
+from .estimate_pools import POOL_COSTS, POOL_LANES, pool_cost
 
 # Kernel family per target: which kernels the target's code uses (kernels/_dsp.py, _mve.py).
 FAMILY = {"cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp", "cortex-m55": "mve",
@@ -95,27 +100,6 @@ COSTS.update({
                       "SOFTMAX": (0, 38, 0, 700)},
     ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
 })
-# int8 MAX_POOL_2D and AVERAGE_POOL_2D (kernels/_pool_split.py, _pool_avg.py) from the
-# kernel's own counts (report.json's "pool": vector loads, one per window pixel and channel
-# vector over the clipped windows as run, and vector stores, one per output pixel and
-# vector): (per load, per store, fixed), least squares on relative errors by
-# bench/pool_bench.py --fit over five one-layer models each (max: 96x96x8 2x2/2 VALID and
-# 3x3/2 SAME, 48x48x20 2x2 RELU6, 32x32x3 2x2, 24x24x16 3x3/1 SAME RELU), in sample per layer
-# within 0.75-1.2x (max) and 0.57-1.3x (average; low where many border windows divide one
-# channel at a time, high on the scalar global pools). The
-# vectors have POOL_LANES lanes (else 1); the channels past them count one vector each (DSP,
-# scalar) or one predicated vector (Helium). An average over more than 256 elements sums in
-# int32, one channel at a time, on every core: its counts have 1 lane, and where that is not
-# the family's the in/out fallback below estimates it.
-POOL_LANES = {("dsp", "MAX_POOL_2D"): 4, ("mve", "MAX_POOL_2D"): 16,
-              ("dsp", "AVERAGE_POOL_2D"): 4, ("mve", "AVERAGE_POOL_2D"): 8}
-POOL_COSTS = {("dsp", "MAX_POOL_2D"): (3.70, 1.10, 150), ("mve", "MAX_POOL_2D"): (4.48, 0, 150),
-              ("v7m", "MAX_POOL_2D"): (4.95, 0, 150), ("rv32", "MAX_POOL_2D"): (2.59, 3.47, 150),
-              # the average's store is the division of a vector's channels (kernels/_pool_avg.py);
-              # its five cases: 96x96x8 2x2/2 VALID and 3x3/2 SAME, 48x48x20 2x2 RELU6, a
-              # 25x5x64 global pool, 24x24x16 3x3/1 SAME RELU
-              ("dsp", "AVERAGE_POOL_2D"): (5.76, 38.9, 150), ("mve", "AVERAGE_POOL_2D"): (4.98, 6.75, 150),
-              ("v7m", "AVERAGE_POOL_2D"): (4.01, 0, 150), ("rv32", "AVERAGE_POOL_2D"): (3.65, 3.01, 150)}
 # where a pool's counts are not at hand (a row band's layer, older reports): the same kernels
 # per input / output element, for channels a multiple of the lanes and windows that tile the
 # input (stride = filter)
@@ -349,16 +333,11 @@ def estimate_op(op: dict, target: str) -> int | None:
 
 
 def _pool(kind: str, pool: dict, target: str) -> int | None:
-    """A pool from its kernel's vector loads and stores (POOL_COSTS); None where the counts
-    are not this target's kernel's (another lane count) or there is no fit."""
+    """A pool from its kernel's vector loads and stores (estimate_pools.py)."""
     fam = FAMILY.get(target)
     scale = V6M_SCALE if fam == "v6m" else 1.0
-    fam = "v7m" if fam == "v6m" else fam
-    cost = POOL_COSTS.get((fam, kind))
-    if cost is None or pool.get("lanes") != POOL_LANES.get((fam, kind), 1):
-        return None
-    per_load, per_store, fixed = cost
-    return int(round((per_load * pool["loads"] + per_store * pool["stores"] + fixed) * scale, -1))
+    n = pool_cost("v7m" if fam == "v6m" else fam, kind, pool)
+    return None if n is None else int(round(n * scale, -1))
 
 
 def estimate_layer(kind: str, macs: int, in_elements: float, out_elements: int, is_float: bool,

@@ -112,7 +112,8 @@ def _pixel(fam: str, lanes: int, c: int, taps, unroll: bool, v: dict, div) -> tu
         lines.extend("    " + x for x in body)
         lines.append("}")
     if end > lanes:
-        block(f"for (ch = 0; ch < {end}; ch += {lanes})", _group(fam, "ch", lanes, taps, unroll, v, div))
+        step = f"ch += {lanes}" if lanes > 1 else "++ch"
+        block(f"for (ch = 0; ch < {end}; {step})", _group(fam, "ch", lanes, taps, unroll, v, div))
         uses_ch = True
     elif end:
         block("", _group(fam, "0", lanes, taps, unroll, v, div))

@@ -93,7 +93,8 @@ def _pixel(v: dict, c: int, window, lo: int, hi: int) -> tuple[str, bool]:
         lines.extend("    " + x for x in body)
         lines.append("}")
     if end > lanes:
-        block(f"for (ch = 0; ch < {end}; ch += {lanes})", _group(v, "ch", window, lo, hi))
+        step = f"ch += {lanes}" if lanes > 1 else "++ch"
+        block(f"for (ch = 0; ch < {end}; {step})", _group(v, "ch", window, lo, hi))
         uses_ch = True
     elif end:
         block("", _group(v, "0", window, lo, hi))
@@ -120,8 +121,7 @@ def max_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
     border, uses_b = _pixel(dict(v, rows="rows", cols="cols"), c, None, lo, hi)
     body = render_split(geo, inner, border, uses_in, uses_b,
                         "The running max starts at the fused activation's minimum (the low clamp).")
-    helpers = set(v["helpers"]) | ({"pool_max"} if fam == "dsp" else set())
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=set(v["helpers"]),
                    work={"pool": pool_work(geo, v["lanes"], "ld_n" in v)})
 
 
