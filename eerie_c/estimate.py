@@ -23,6 +23,9 @@ on kws and vww (3x3 only, so per MAC alone: per layer within 0.87-1.19x); float 
 float (riscv32imac/imc, libgcc's __mulsf3 and __addsf3 per MAC) from ad01_fp32 on sifive_e
 only, so other float kernels in soft float are rough.
 
+int8 MAX_POOL_2D and AVERAGE_POOL_2D: from their kernels' own vector loads and stores
+(estimate_pools.py).
+
 PATCH_STAGE (plan/patch.py, the per-tile kernel of kernels/_patch.py, portable C with SMLAD on
 DSP cores and no Helium): instructions per MAC of the stage *as run*, halos included (its "macs"
 is the patched MAC count). Fitted on DSP and Helium cores alike (the same C): vww_96_int8's
@@ -37,6 +40,8 @@ riscv-virt 19,866,442 for 1,646,976 (12.06): 9.6 and 12.1 (the higher, so that t
 from __future__ import annotations
 
 import math
+
+from .estimate_pools import POOL_COSTS, POOL_LANES, pool_cost
 
 # Kernel family per target: which kernels the target's code uses (kernels/_dsp.py, _mve.py).
 FAMILY = {"cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp", "cortex-m55": "mve",
@@ -66,16 +71,15 @@ COSTS = {
                      # stages with both stride-1 layers switched; per layer (bench/profile_stage.py)
                      # 1.9-4.1 per MAC over the layer's pairs kernel, depending on the weights
                      "DEPTHWISE_CONV_2D_LOW": (3.60, 0, 5.13, 8750),
-                     # SXTAB16 window sums (pool_avg_s8_dsp): kws 13,000, vww 7,200 on the M4
-                     "AVERAGE_POOL_2D": (0, 15, 1.4, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     # mve CONV_2D / CONV_2D_ADD refitted to the group-loop assembly (mps3-an547, the
     # kws/vww/ResNet layers within 0.9-1.1x but the first layers: vww 0.48x, ResNet 0.64x)
     ("mve", False): {"CONV_2D": (0.109, 4.5, 0, 200), "CONV_2D_ADD": (0.104, 13.8, 0, 200),
                      "DEPTHWISE_CONV_2D": (1.31, 0.15, 0, 200), "FULLY_CONNECTED": (0.137, 8.8, 0, 150),
-                     "AVERAGE_POOL_2D": (0, 0, 5.5, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     ("v7m", False): {"CONV_2D": (5.16, 67, 0, 200), "CONV_2D_ADD": (5.03, 158, 0, 200),
                      "DEPTHWISE_CONV_2D": (18.1, 2, 0, 200), "FULLY_CONNECTED": (5.21, 44, 0, 150),
-                     "AVERAGE_POOL_2D": (0, 0, 6.3, 150), "SOFTMAX": (0, 80, 0, 700)},
+                     "SOFTMAX": (0, 80, 0, 700)},
     # float with an FPU refitted to issue 15's blocked VFMA kernels (M4: ResNet float 1.92,
     # ad01_fp32 2.30 instructions per MAC; DS-CNN depthwise 2.34)
     ("fpu", True): {"CONV_2D": (1.85, 19.4, 0, 200), "FULLY_CONNECTED": (2.2, 13.2, 0, 150),
@@ -89,13 +93,19 @@ COSTS = {
 COSTS.update({
     ("rv32", False): {"CONV_2D": (3.05, 27, 0, 200), "CONV_2D_ADD": (3.03, 135, 0, 200),
                       "DEPTHWISE_CONV_2D": (5.17, 0, 0, 200), "FULLY_CONNECTED": (3.74, 21.5, 0, 150),
-                      "AVERAGE_POOL_2D": (0, 0, 4.7, 150), "SOFTMAX": (0, 93, 0, 700)},
+                      "SOFTMAX": (0, 93, 0, 700)},
     # the same blocked kernels on RV32F (fmadd.s): ResNet float 2.14, ad01_fp32 2.30 per MAC
     ("rv32f", True): {"CONV_2D": (2.0, 90, 0, 200), "FULLY_CONNECTED": (2.2, 12, 0, 150),
                       "ADD": (0, 0, 5.9, 150), "AVERAGE_POOL_2D": (0, 0, 4.7, 150),
                       "SOFTMAX": (0, 38, 0, 700)},
     ("rv32soft", True): {"FULLY_CONNECTED": (160, 300, 0, 150)},
 })
+# where a pool's counts are not at hand (a row band's layer, older reports): the same kernels
+# per input / output element, for channels a multiple of the lanes and windows that tile the
+# input (stride = filter)
+for (_fam, _kind), (_load, _store, _fixed) in POOL_COSTS.items():
+    _lanes = POOL_LANES.get((_fam, _kind), 1)
+    COSTS[(_fam, False)][_kind] = (0, _store / _lanes, _load / _lanes, _fixed)
 # the patch stage per family (see above): per patched MAC, plus a fixed cost
 # (where STAGE_FIT has no per-layer fit)
 STAGE_COSTS = {"dsp": (3.4, 0, 0, 200), "mve": (3.4, 0, 0, 200), "v7m": (9.6, 0, 0, 200),
@@ -319,17 +329,29 @@ def estimate_op(op: dict, target: str) -> int | None:
         if fit is not None:
             return fit
     return estimate_layer(op["kind"], op["macs"], _elements(op["inputs"]), _elements(op["outputs"]),
-                          is_float, target)
+                          is_float, target, work=op)
+
+
+def _pool(kind: str, pool: dict, target: str) -> int | None:
+    """A pool from its kernel's vector loads and stores (estimate_pools.py)."""
+    fam = FAMILY.get(target)
+    scale = V6M_SCALE if fam == "v6m" else 1.0
+    n = pool_cost("v7m" if fam == "v6m" else fam, kind, pool)
+    return None if n is None else int(round(n * scale, -1))
 
 
 def estimate_layer(kind: str, macs: int, in_elements: float, out_elements: int, is_float: bool,
-                   target: str, share: float = 1.0) -> int | None:
+                   target: str, share: float = 1.0, work: dict | None = None) -> int | None:
     """One layer from its kind, MACs and element counts (all inputs, all outputs); share: the
     part of the layer a call computes (a cached stage's step), which takes that part of the
-    fixed cost too."""
+    fixed cost too; work: the kernel's own counts (Lowered.work: a pool's "pool")."""
     fam = FAMILY.get(target)
     if fam is None:
         return None
+    if work and work.get("pool") and not is_float and share == 1.0:
+        n = _pool(kind, work["pool"], target)
+        if n is not None:
+            return n
     scale = V6M_SCALE if fam == "v6m" else 1.0
     fam = "v7m" if fam == "v6m" else fam
     if fam == "rv32":
@@ -381,7 +403,8 @@ def stage_growth(g, lowered, target: str):
     per_step = {}
     for low in lowered:
         per_step[step_of[id(low.op)]] = estimate_layer(low.op.kind, low.macs, elements(low.inputs),
-                                                       elements(low.outputs), is_float(low), target)
+                                                       elements(low.outputs), is_float(low), target,
+                                                       work=low.work)
     if not per_step or any(v is None for v in per_step.values()):
         return None, None
     before = sum(per_step.values())

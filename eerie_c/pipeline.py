@@ -190,7 +190,7 @@ def _op_report(g, low, plan, step):
                 "dtype": g.t(tid).dtype,
                 "storage": p.base if p.base == "arena" else f"{p.base}{p.index}", "offset": p.offset}
     scratch = plan.scratch.get(low.fn_name) if low.scratch_bytes else None
-    extra = {}
+    extra = dict(low.work)   # what the estimate reads beyond MACs (kernels' Lowered.work)
     if low.op.kind == "PATCH_STAGE":   # its estimate counts the per-tile work (estimate.py)
         stage = low.op.attrs["patch"]
         extra["stage_bands" if stage.bands else "stage_features"] = (

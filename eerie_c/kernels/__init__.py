@@ -74,6 +74,9 @@ class Lowered:
     # What the kernel chose for this layer under --optimize and why (report.md's per-layer
     # table): e.g. the fully connected weight format.
     choice: str = ""
+    # Figures of the kernel's work beyond MACs that the instruction estimate reads
+    # (estimate.py), copied into report.json's op: a pool's vector loads and stores ("pool").
+    work: dict = field(default_factory=dict)
     # Extra `int` parameters after the scratch pointer (a row-band patch stage's grid row and
     # first ring row, kernels/_patch.py); the emitter passes them where it calls the function.
     int_params: list[str] = field(default_factory=list)

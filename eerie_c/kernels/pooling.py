@@ -6,20 +6,18 @@ TFLM (the same integer code for both):
 input and output must share quantization (TFLM's PoolingPrepare allows a scale difference of
 at most 1e-6 and requires equal zero points), the average works on the raw int8 values and
 rounds sum / count half away from zero, and the fused activation clamps in the output's
-quantized range. L2_POOL_2D is float32 only, as in TFLM: sqrtf(sum of squares / count).
+quantized range. int8 MAX_POOL_2D and AVERAGE_POOL_2D have kernels of their own
+(_pool_split.py, _pool_avg.py: channel vectors per target, interior windows without bounds).
+L2_POOL_2D is float32 only, as in TFLM: sqrtf(sum of squares / count).
 """
 import numpy as np
 
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
-from ._dsp import has_dsp
-from ._mve import has_mve
+from ._pool_avg import avg_split
+from ._pool_split import max_split
 from ._quant import activation_range_float, activation_range_int
-
-# Largest window the Helium and DSP average pools sum in int16 lanes: 256 x 128 = 32768 =
-# -INT16_MIN, 256 x 127 <= INT16_MAX
-MVE_POOL_MAX_WINDOW = 256
 
 
 def _out_size(padding: str, size: int, filt: int, stride: int) -> int:
@@ -88,17 +86,10 @@ def _lower_pool(op, g, ctx, mode):
                              f"scale {y.scale:g} zp {y.zero_point}), as TFLM does")
         qmin, qmax = (-128, 127) if x.dtype == "int8" else (-32768, 32767)
         lo, hi = activation_range_int(act, y, qmin, qmax)
-        if mode == "avg" and x.dtype == "int8" and has_mve(ctx.target) \
-                and geo["filter_h"] * geo["filter_w"] <= MVE_POOL_MAX_WINDOW:
-            # cortex-m55: window sums 8 channels per Helium vector (pool_avg_s8_mve.c.j2)
-            body = render("kernels/pool_avg_s8_mve.c.j2", act_min=lo, act_max=hi, **geo)
-            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"pool_mve"},
-                           scratch_bytes=2 * (-(-geo["channels"] // 8) * 8))
-        if mode == "avg" and x.dtype == "int8" and has_dsp(ctx.target) \
-                and geo["filter_h"] * geo["filter_w"] <= MVE_POOL_MAX_WINDOW:
-            # DSP cores: window sums of 4 channels per word, SXTAB16 (pool_avg_s8_dsp.c.j2)
-            body = render("kernels/pool_avg_s8_dsp.c.j2", act_min=lo, act_max=hi, **geo)
-            return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"dsp", "pool_dsp"})
+        if mode == "avg" and x.dtype == "int8":
+            return avg_split(x, y, geo, lo, hi, ctx.target)
+        if mode == "max" and x.dtype == "int8":
+            return max_split(x, y, geo, lo, hi, ctx.target)
         body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,
                       lowest=qmin, **geo)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

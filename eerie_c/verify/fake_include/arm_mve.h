@@ -11,6 +11,7 @@ typedef struct { int8_t lane[16]; } int8x16_t;
 typedef struct { int32_t lane[4]; } int32x4_t;
 typedef struct { int16_t lane[8]; } int16x8_t;
 typedef struct { uint32_t lane[4]; } uint32x4_t;
+typedef struct { uint16_t lane[8]; } uint16x8_t;
 typedef uint16_t mve_pred16_t;
 /* loads and stores (contiguous, predicated, scatter) */
 int8x16_t vldrbq_s8(const int8_t *p);
@@ -47,6 +48,8 @@ int32x4_t vshrq_n_s32(int32x4_t a, int imm);
 int32x4_t vshlq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vshlq_r_s32(int32x4_t a, int32_t b);
 int32x4_t vrshlq_n_s32(int32x4_t a, int32_t b);
+int8x16_t vmaxq_s8(int8x16_t a, int8x16_t b);
+int8x16_t vminq_s8(int8x16_t a, int8x16_t b);
 int32x4_t vmaxq_s32(int32x4_t a, int32x4_t b);
 int32x4_t vminq_s32(int32x4_t a, int32x4_t b);
 /* the average pool's window sums (helpers/pool_mve.c.j2) */
@@ -56,4 +59,17 @@ int16x8_t vdupq_n_s16(int16_t x);
 int16x8_t vaddq_s16(int16x8_t a, int16x8_t b);
 void vst1q_s16(int16_t *p, int16x8_t v);
 mve_pred16_t vctp16q(uint32_t n);
+/* and its division in the lanes */
+uint16x8_t vreinterpretq_u16_s16(int16x8_t v);
+int16x8_t vreinterpretq_s16_u16(uint16x8_t v);
+uint16x8_t vaddq_n_u16(uint16x8_t a, uint16_t b);
+uint16x8_t vaddq_u16(uint16x8_t a, uint16x8_t b);
+int16x8_t vshrq_n_s16(int16x8_t a, int imm);
+uint16x8_t vmulhq_u16(uint16x8_t a, uint16x8_t b);
+uint16x8_t vdupq_n_u16(uint16_t x);
+uint16x8_t vshlq_u16(uint16x8_t a, int16x8_t b);
+int16x8_t vaddq_n_s16(int16x8_t a, int16_t b);
+int16x8_t vmaxq_s16(int16x8_t a, int16x8_t b);
+int16x8_t vminq_s16(int16x8_t a, int16x8_t b);
+void vstrbq_p_s16(int8_t *p, int16x8_t v, mve_pred16_t pred);
 #endif
