@@ -2,7 +2,7 @@
 permissive licence whose text is there, a source (repository, path, 40-hex commit) and a
 sha256; every model file matches its row's sha256 and input column and parses as a TFLite model
 with int8 tensors (a real flatbuffer, not a Git LFS pointer). Rows may point at copies the
-project already ships in tests/corpus/; the files of models/public_corpus/ itself are all there
+project already ships (tests/corpus/, examples/micro_speech/); the files of models/public_corpus/ itself are all there
 or none is (a checkout without them still checks the table), never some. No compiling here:
 bench/corpus_bench.py does that, outside CI."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tflite
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "models" / "public_corpus"
+SHIPPED = ("tests/corpus/", "examples/micro_speech/models/")   # copies the project already has
 
 # SPDX id -> words its text must contain
 LICENCE_WORDS = {
@@ -63,7 +64,7 @@ def test_table_has_sources_and_licences():
         text = (CORPUS / r.licence_file).read_text()
         for w in LICENCE_WORDS[r.licence]:
             assert w in text, f"{r.name}: {r.licence_file} is not a {r.licence} text (no {w!r})"
-        assert r.file.startswith(("models/public_corpus/", "tests/corpus/")), (r.name, r.file)
+        assert r.file.startswith(SHIPPED + ("models/public_corpus/",)), (r.name, r.file)
 
 
 def test_files_match_the_table():
@@ -74,7 +75,7 @@ def test_files_match_the_table():
     assert here <= listed, f"files not in the table: {sorted(here - listed)}"
     assert not here or here == listed, f"some corpus files are missing: {sorted(listed - here)}"
     present = [r for r in rs if r.file_path.is_file()]
-    shipped = [r for r in rs if r.file.startswith("tests/corpus/")]
+    shipped = [r for r in rs if r.file.startswith(SHIPPED)]
     assert all(r.file_path.is_file() for r in shipped), [r.file for r in shipped if not r.file_path.is_file()]
     for r in present:
         data = r.file_path.read_bytes()
