@@ -126,6 +126,11 @@ def mismatch(got: list[np.ndarray], ref: list[np.ndarray]) -> str:
     return ""
 
 
+def _one_line(e: Exception) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def measure_ours(m: CorpusModel, board: str, n_inputs: int, seed: int) -> dict:
     """eerie-c on one model and board: the report's figures and the comparison with TFLM, or
     the refusal (an EerieError, the one-line message users get) or the crash."""
@@ -139,13 +144,12 @@ def measure_ours(m: CorpusModel, board: str, n_inputs: int, seed: int) -> dict:
     except EerieError as e:
         return {"status": "refused", "error": str(e).splitlines()[0]}
     except Exception as e:    # a compiler or harness bug: reported, the bench goes on
-        return {"status": "crashed", "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        return {"status": "crashed", "error": _one_line(e)}
     diff = mismatch(got, tflm_run(m.file_path, xs))
     sizes = rep["elf_sizes"]
     return {"status": "wrong" if diff else "ok", "error": diff, "macs": rep["macs"],
             "instructions": rep["instructions"], "arena": rep["arena_bytes"],
-            "flash": sizes["text"] + sizes["data"],
-            "ram": sizes["data"] + sizes["bss"] + rep["stack_high_water_bytes"]}
+            "flash": sizes["text"] + sizes["data"]}
 
 
 class TflmBaseline:
@@ -176,7 +180,7 @@ class TflmBaseline:
             self.mod, self.note = None, f"{TFLM_NOT_BUILT}: {str(e).splitlines()[0]}"
             return None
         except Exception as e:    # e.g. an op the harness cannot register: noted per model
-            return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+            return {"error": _one_line(e)}
 
 
 def _num(v) -> str:
