@@ -61,9 +61,6 @@ def test_table_has_sources_and_licences():
         assert re.fullmatch(r"[\w.-]+/[\w.-]+", r.repo), (r.name, r.repo)
         assert r.path and r.what and r.input, r.name
         assert r.licence in LICENCE_WORDS, f"{r.name}: licence {r.licence!r} is not one we redistribute"
-        text = (CORPUS / r.licence_file).read_text()
-        for w in LICENCE_WORDS[r.licence]:
-            assert w in text, f"{r.name}: {r.licence_file} is not a {r.licence} text (no {w!r})"
         assert r.file.startswith(SHIPPED + ("models/public_corpus/",)), (r.name, r.file)
 
 
