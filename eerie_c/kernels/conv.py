@@ -29,6 +29,7 @@ from ._conv_cols import column_vars
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
+from ._int4 import packed_weights
 from ._mve import has_mve, lower_conv2d_mve
 from ._rv import gemm_vars, has_rv
 from .window import conv_window, op_what
@@ -193,6 +194,21 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
     return v
 
 
+def int4_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
+    """Constants of the portable CONV_2D over 4-bit weights (conv2d_s8.c.j2 with w4): the
+    weights packed as TFLite stores them ([out_c][k] rows, _int4.py), the bias with the input
+    zero point folded in, the requantization."""
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    fbias = folded_bias(bias, w.data.reshape(out_c, k).astype(np.int64).sum(axis=1),
+                        -x.zero_point, what)
+    v = dict(dsp=False, kstride=k, in_off=-x.zero_point, zp_in=x.zero_point, w4=True,
+             weights=packed_weights(ctx, w),
+             fbias=ctx.const(fbias.astype(np.int32), "int32_t", "bias_folded",
+                             "bias with the input zero point folded in"))
+    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+    return v
+
+
 def conv_choice(v: dict) -> str:
     """report.md's line for a DSP convolution: its weight format under --optimize."""
     if v.get("size_why"):
@@ -240,6 +256,10 @@ def lower_conv2d(op, g, ctx):
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
+    elif w.int4:   # 4-bit weights: the portable kernel, reading them packed (_int4.py)
+        v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
+        body = render("kernels/conv2d_s8.c.j2", **v)
+        helpers = {"requant", "int4"}
     else:
         sized = None
         if has_mve(ctx.target) and ctx.optimize == "size":

@@ -1,0 +1,71 @@
+"""4-bit weights (Tensor.int4): a TFLite INT4 constant, or int8 weights that all lie in [-8, 7]
+packed losslessly under --optimize size. The IR holds their values one per int8 (the compiler's
+own arithmetic: folded biases, bounds); in flash they stay two per byte and the kernels unpack
+them in registers, never into an int8 copy in RAM or flash.
+
+The portable kernels read TFLite's own packing (packed_weights: the tensor in row-major order,
+element 2i in the low nibble of byte i, element 2i + 1 in the high one) through eerie_w4
+(helpers/int4.c.j2). lower_graph checks (check_packed) that every 4-bit tensor a layer reads
+was emitted packed by its kernel, so a kernel that does not know the format cannot quietly
+store it as int8.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EerieError
+from ..templating import c_comment
+
+# the ops whose kernels read 4-bit weights (their input 1)
+INT4_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def pack_int4(values) -> np.ndarray:
+    """TFLite's INT4 bytes of `values` (ints in [-8, 7]), row-major, the even element in the
+    low nibble; an odd count leaves the last high nibble 0."""
+    v = np.asarray(values, np.int64).reshape(-1)
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise AssertionError("4-bit weights outside [-8, 7]")
+    v = np.concatenate([v, np.zeros(v.size % 2, np.int64)]) & 0xF
+    return (v[0::2] | v[1::2] << 4).astype(np.uint8)
+
+
+def unpack_int4(data: np.ndarray, count: int) -> np.ndarray:
+    """The inverse of pack_int4 (what eerie_w4 computes), for the self-check."""
+    b = np.asarray(data, np.int64)
+    v = np.stack([b & 0xF, b >> 4], axis=-1).reshape(-1)[:count]
+    return np.where(v >= 8, v - 16, v)
+
+
+def packed_weights(ctx, w) -> str:
+    """The C name of w's values two per byte (uint8_t), marked as emitted packed."""
+    data = pack_int4(w.data)
+    if not np.array_equal(unpack_int4(data, w.size), w.data.reshape(-1)):
+        raise AssertionError("packed 4-bit weights do not decode to the originals")
+    ctx.packed4.add(w.id)
+    return ctx.const(data, "uint8_t", "weights_int4",
+                     f"{c_comment(w.label)} ({w.size} int4, two per byte, even element in the "
+                     f"low nibble)")
+
+
+def int4_problem(op, g) -> str | None:
+    """Why `op` cannot read its 4-bit tensors (None when it can): only the weights (input 1)
+    of INT4_OPS with int8 activations."""
+    for k, tid in enumerate(op.inputs):
+        if tid is None or not g.t(tid).int4:
+            continue
+        if op.kind not in INT4_OPS or k != 1:
+            return f"an int4 tensor as input {k}"
+        if g.t(op.inputs[0]).dtype != "int8":
+            return f"int4 weights and {g.t(op.inputs[0]).dtype} activations"
+    return None
+
+
+def check_packed(g, lowered, ctx):
+    """Every 4-bit tensor a lowered layer reads was emitted packed (packed_weights)."""
+    for low in lowered:
+        op = low.op
+        for tid in (op.inputs if op is not None else []):
+            if tid is not None and tid in g.tensors and g.t(tid).int4 and tid not in ctx.packed4:
+                raise EerieError(f"internal error: {op.kind} (op {op.index}) did not keep its "
+                                 f"int4 weights packed")
