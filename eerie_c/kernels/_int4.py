@@ -62,10 +62,14 @@ def int4_problem(op, g) -> str | None:
 
 
 def check_packed(g, lowered, ctx):
-    """Every 4-bit tensor a lowered layer reads was emitted packed (packed_weights)."""
-    for low in lowered:
-        op = low.op
-        for tid in (op.inputs if op is not None else []):
-            if tid is not None and tid in g.tensors and g.t(tid).int4 and tid not in ctx.packed4:
-                raise EerieError(f"internal error: {op.kind} (op {op.index}) did not keep its "
-                                 f"int4 weights packed")
+    """Every 4-bit tensor a lowered layer reads (a patch stage: its layers) was emitted
+    packed (packed_weights)."""
+    ops = [low.op for low in lowered if low.op is not None]
+    for op in ops:
+        inner = op.attrs.get("patch")
+        members = list(getattr(inner, "ops", [])) if inner is not None else [op]
+        for member in members:
+            for tid in member.inputs:
+                if tid is not None and tid in g.tensors and g.t(tid).int4 and tid not in ctx.packed4:
+                    raise EerieError(f"internal error: {member.kind} (op {member.index}) did not "
+                                     f"keep its int4 weights packed")

@@ -3,6 +3,8 @@ DEPTHWISE_CONV_2D with random shapes, per-channel and per-tensor scales, bit-exa
 LiteRT's reference kernels on the host; the weights stay two per byte in the generated C."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -21,5 +23,36 @@ def test_int4_layer_host(tmp_path, kind, per_channel, seed):
     ref = litert_run(model, xs)
     got, rep = eerie_run(model, [xs], tmp_path)
     np.testing.assert_array_equal(got[0], ref)
-    code = (tmp_path / "m.tflite").parent
-    assert rep["constant_bytes"] > 0
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55", "riscv32imafc"])
+def test_int4_weights_stay_packed(tmp_path, target):
+    """On every target the weights are one uint8_t array of ceil(n / 2) bytes per layer,
+    whichever fast int8 kernels the target has."""
+    from eerie_c.api import compile_model
+    from eerie_c.frontend.tflite import load_tflite
+    model, _ = layer_model(["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"], 5)
+    (tmp_path / "m.tflite").write_bytes(model)
+    code = compile_model(tmp_path / "m.tflite", target=target, name="m").files["m.c"]
+    g = load_tflite(model, "m")
+    sizes = sorted((g.t(op.inputs[1]).size + 1) // 2 for op in g.ops)
+    found = sorted(int(n) for n in re.findall(r"uint8_t \w+_weights_int4\[(\d+)\]", code))
+    assert found == sizes, (found, sizes)
+
+
+# (board, core): the M4 (DSP extension), the M55 (Helium) and RV32: each runs the portable
+# int4 kernels; one boot per board with a chain of all three ops
+BOARDS = [("mps2-an386", "cortex-m4"), ("mps3-an547", "cortex-m55"), ("riscv-virt", "riscv32imafc")]
+
+
+@pytest.mark.parametrize("board,core", BOARDS, ids=[b for b, _ in BOARDS])
+def test_int4_chain_board(tmp_path, board, core):
+    from conftest import assert_invoke_stack_within_bound, require_board_tools
+    require_board_tools(board)
+    model, in_shape = layer_model(["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "FULLY_CONNECTED"], 7)
+    xs = random_inputs(in_shape, "int8", 6, seed=7)
+    ref = litert_run(model, xs)
+    got, rep = eerie_run(model, [xs], tmp_path, board=board)
+    assert rep["board"] == board and rep["target"] == core, (rep["board"], rep["target"])
+    np.testing.assert_array_equal(got[0], ref)
+    assert_invoke_stack_within_bound(rep)
