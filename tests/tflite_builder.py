@@ -153,12 +153,23 @@ class ModelBuilder:
         sg.name = self.name
         return sg
 
+    def _tensor_map(self, i: int):
+        tm = fb.TensorMapT()
+        tm.name, tm.tensorIndex = self.tensors[i].name, i
+        return tm
+
     def build(self) -> bytes:
         m = fb.ModelT()
         m.version = 3
         m.operatorCodes, m.buffers = self.opcodes, self.buffers
         m.subgraphs = [self._subgraph_t()] + [s._subgraph_t() for s in self.subgraphs]
         m.description = "eerie-c test model"
+        if getattr(self, "signature", None):   # a signature (the AI Edge Quantizer calibrates by one)
+            sd = fb.SignatureDefT()
+            sd.signatureKey, sd.subgraphIndex = self.signature, 0
+            sd.inputs, sd.outputs = [self._tensor_map(i) for i in self.inputs], \
+                [self._tensor_map(i) for i in self.outputs]
+            m.signatureDefs = [sd]
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")
         return bytes(b.Output())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import flatbuffers
 import numpy as np
 import tflite
 from flatbuffers import flexbuffers
@@ -215,6 +216,15 @@ def _dynamic_shapes(buf: bytes, e: EerieError) -> EerieError:
     return e
 
 
+def _builtin_code(c) -> int:
+    """An operator code's builtin_code field as stored. The `tflite` package's BuiltinCode()
+    returns deprecated_builtin_code for codes below 127, so a writer that leaves that field 0
+    (the AI Edge Quantizer's DEQUANTIZE and QUANTIZE) would read as ADD; LiteRT takes the
+    larger of the two fields, as this does."""
+    o = c._tab.Offset(10)
+    return int(c._tab.Get(flatbuffers.number_types.Int32Flags, o + c._tab.Pos)) if o else 0
+
+
 def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = None) -> Graph:
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() < 1:
@@ -223,7 +233,7 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
     for i in range(model.OperatorCodesLength()):
         loc[0] = f"operator code {i}"
         c = model.OperatorCodes(i)
-        code = max(int(c.BuiltinCode()), int(c.DeprecatedBuiltinCode()))
+        code = max(_builtin_code(c), int(c.DeprecatedBuiltinCode()))
         if code == tflite.BuiltinOperator.CUSTOM:
             custom = (c.CustomCode() or b"?").decode("ascii", "backslashreplace")
             codes.append("CUSTOM:" + custom)   # the kind a kernel registers, if any
