@@ -277,7 +277,9 @@ def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
     not import the kernel modules that import it). optimize: --optimize (OPTIMIZE)."""
     if optimize not in OPTIMIZE:
         raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
-    from ._int4 import check_packed
+    from ._int4 import check_packed, pack_small_int8
+    if optimize == "size":   # int8 weights that fit 4 bits, packed losslessly
+        g = pack_small_int8(g)
     check_supported(g)
     lowered, ctx = _lower_ops(g, target, special, optimize, frozenset())
     if optimize == "size":

@@ -73,3 +73,40 @@ def check_packed(g, lowered, ctx):
                 if tid is not None and tid in g.tensors and g.t(tid).int4 and tid not in ctx.packed4:
                     raise EerieError(f"internal error: {member.kind} (op {member.index}) did not "
                                      f"keep its int4 weights packed")
+
+
+LOSSLESS = "int4_lossless"   # op attr: the layer's int8 weights were packed by pack_small_int8
+
+
+def pack_small_int8(g):
+    """--optimize size: int8 weights of INT4_OPS layers (int8 activations) whose values all lie
+    in [-8, 7] (a model trained for 4 bits, exported as int8) become 4-bit tensors, packed two
+    per byte by the kernels; bit-exact, as the values are unchanged (and those layers keep
+    TFLM's rounding). The op gets attrs[LOSSLESS] for report.md. A tensor also read by any
+    other op stays int8."""
+    from dataclasses import replace
+    readers: dict[str, list] = {}
+    for op in g.ops:
+        for k, tid in enumerate(op.inputs):
+            if tid is not None:
+                readers.setdefault(tid, []).append((op, k))
+    for tid, uses in readers.items():
+        t = g.tensors.get(tid)
+        if t is None or not t.is_const or t.int4 or t.dtype != "int8" or t.data.size == 0:
+            continue
+        if not all(op.kind in INT4_OPS and k == 1 and g.t(op.inputs[0]).dtype == "int8"
+                   for op, k in uses):
+            continue
+        if t.data.min() >= -8 and t.data.max() <= 7:
+            g.tensors[tid] = replace(t, int4=True)
+            for op, _ in uses:
+                op.attrs[LOSSLESS] = True
+    return g
+
+
+def choice(op) -> str:
+    """report.md's line for a layer with 4-bit weights."""
+    if op.attrs.get(LOSSLESS):
+        return ("weights packed to 4 bits, two per byte (size: its int8 weights all lie in "
+                "[-8, 7], lossless), portable kernel")
+    return "int4 weights kept two per byte, portable kernel"

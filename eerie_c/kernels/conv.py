@@ -29,7 +29,7 @@ from ._conv_cols import column_vars
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
-from ._int4 import packed_weights
+from ._int4 import choice as int4_choice, packed_weights
 from ._mve import has_mve, lower_conv2d_mve
 from ._rv import gemm_vars, has_rv
 from .window import conv_window, op_what
@@ -257,7 +257,8 @@ def lower_conv2d(op, g, ctx):
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
     elif w.int4:   # 4-bit weights: the portable kernel, reading them packed (_int4.py)
-        v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c))
+        v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c),
+                 size_why=int4_choice(op))
         body = render("kernels/conv2d_s8.c.j2", **v)
         helpers = {"requant", "int4"}
     else:

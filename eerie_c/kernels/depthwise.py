@@ -25,7 +25,7 @@ from ._conv_rules import folded_bias, ring_inplace
 from ._depthwise_s2 import s2_vars
 from ._dw_pairs import pairs_ok, pairs_table, pairs_vars
 from ._f32 import depthwise_vars as depthwise_f32_vars
-from ._int4 import packed_weights
+from ._int4 import choice as int4_choice, packed_weights
 from ._rv import has_rv
 from ._rv_dw import dw_rv_vars
 from .conv import conv_operands, int8_requant_vars
@@ -205,4 +205,5 @@ def lower_depthwise_conv2d(op, g, ctx):
                and ctx.optimize != "size")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,
-                   choice=v.get("size_why", ""), noinline=bool(strided))
+                   choice=int4_choice(op) if w.int4 else v.get("size_why", ""),
+                   noinline=bool(strided))

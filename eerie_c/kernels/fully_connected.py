@@ -19,7 +19,7 @@ from ._quant import activation_range_float, activation_range_int, per_channel_mu
 from ._f32 import fc_vars as fc_f32_vars
 from ._fc_formats import choose, encode_s8
 from ._fc_runtime import lower_fc_runtime
-from ._int4 import packed_weights
+from ._int4 import choice as int4_choice, packed_weights
 from ._mve import has_mve, lower_fc_mve
 from ._rv import gemm_vars, has_rv
 
@@ -165,4 +165,4 @@ def lower_fully_connected(op, g, ctx):
         body = render("kernels/fully_connected_s8.c.j2", **ctx_vars)
         helpers = {"requant", "int4"} if w.int4 else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
-                   macs=batches * units * depth)
+                   macs=batches * units * depth, choice=int4_choice(op) if w.int4 else "")

@@ -22,8 +22,9 @@ def litert_run(model: bytes, xs: np.ndarray) -> np.ndarray:
     return np.stack(outs)
 
 
-def _weights(rng, shape, channels, per_channel, axis, mb, bits4=True):
-    lo, hi = (-8, 8) if bits4 else (-128, 128)
+def _weights(rng, shape, channels, per_channel, axis, mb, bits4=True, small=False):
+    """bits4: an INT4 tensor; else int8, with small: values in [-8, 7] (lossless packing)."""
+    lo, hi = (-8, 8) if bits4 or small else (-128, 128)
     w = rng.integers(lo, hi, size=shape)
     n = channels if per_channel else 1
     scale = rng.uniform(0.01, 0.1, n) * (16 if bits4 else 1)
@@ -36,14 +37,14 @@ def _bias(rng, mb, channels, in_scale, w_scale):
     return mb.const(rng.integers(-3000, 3000, channels), "int32", scale=s, zero_point=[0] * len(s))
 
 
-def add_layer(mb, rng, kind, x, x_shape, x_scale, per_channel=True, bits4=True):
+def add_layer(mb, rng, kind, x, x_shape, x_scale, per_channel=True, bits4=True, small=False):
     """One random layer of `kind` after x: (output id, shape, scale)."""
     act = str(rng.choice(["NONE", "RELU", "RELU6"]))
     y_scale, y_zp = float(rng.uniform(0.05, 0.3)), int(rng.integers(-20, 20))
     if kind == "FULLY_CONNECTED":
         depth = int(np.prod(x_shape[1:]))
         units = int(rng.integers(1, 20))
-        w, ws = _weights(rng, (units, depth), units, per_channel, 0, mb, bits4)
+        w, ws = _weights(rng, (units, depth), units, per_channel, 0, mb, bits4, small)
         b = _bias(rng, mb, units, x_scale, ws)
         shape = [x_shape[0], units]
         y = mb.tensor(shape, "int8", scale=y_scale, zero_point=y_zp)
@@ -53,14 +54,16 @@ def add_layer(mb, rng, kind, x, x_shape, x_scale, per_channel=True, bits4=True):
     kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
     pad = str(rng.choice(["SAME", "VALID"]))
+    if kh > h or kw > wd:   # (a chain's small input: VALID would leave nothing)
+        pad = "SAME"
     if kind == "CONV_2D":
         oc = int(rng.integers(1, 12))
-        w, ws = _weights(rng, (oc, kh, kw, c), oc, per_channel, 0, mb, bits4)
+        w, ws = _weights(rng, (oc, kh, kw, c), oc, per_channel, 0, mb, bits4, small)
         opts = ("Conv2DOptions", {})
     else:
         mult = int(rng.choice([1, 1, 2]))
         oc = c * mult
-        w, ws = _weights(rng, (1, kh, kw, oc), oc, per_channel, 3, mb, bits4)
+        w, ws = _weights(rng, (1, kh, kw, oc), oc, per_channel, 3, mb, bits4, small)
         opts = ("DepthwiseConv2DOptions", {"depthMultiplier": mult})
     b = _bias(rng, mb, oc, x_scale, ws)
     if pad == "SAME":
@@ -74,7 +77,7 @@ def add_layer(mb, rng, kind, x, x_shape, x_scale, per_channel=True, bits4=True):
     return y, shape, y_scale
 
 
-def layer_model(kinds, seed, per_channel=True, bits4=True):
+def layer_model(kinds, seed, per_channel=True, bits4=True, small=False):
     """(model bytes, input shape): the layers `kinds` in a chain on a random input."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
@@ -85,6 +88,6 @@ def layer_model(kinds, seed, per_channel=True, bits4=True):
     x = mb.input(shape, "int8", scale=scale, zero_point=int(rng.integers(-10, 10)))
     in_shape = list(shape)
     for kind in kinds:
-        x, shape, scale = add_layer(mb, rng, kind, x, shape, scale, per_channel, bits4)
+        x, shape, scale = add_layer(mb, rng, kind, x, shape, scale, per_channel, bits4, small)
     mb.output(x)
     return mb.build(), in_shape

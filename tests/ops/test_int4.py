@@ -56,3 +56,25 @@ def test_int4_chain_board(tmp_path, board, core):
     assert rep["board"] == board and rep["target"] == core, (rep["board"], rep["target"])
     np.testing.assert_array_equal(got[0], ref)
     assert_invoke_stack_within_bound(rep)
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_size_packs_small_int8_weights(tmp_path, target):
+    """--optimize size: int8 layers whose weights all lie in [-8, 7] are packed two per byte,
+    bit-exact with TFLM (an int8 model: TFLM's rounding), and report.md names them; a layer
+    with wider weights stays int8."""
+    from conftest import tflm_run
+    from eerie_c.api import compile_model
+    small, in_shape = layer_model(list(KINDS[1:]) + ["FULLY_CONNECTED"], 11, bits4=False, small=True)
+    xs = random_inputs(in_shape, "int8", 4, seed=11)
+    got, rep = eerie_run(small, [xs], tmp_path, optimize="size")
+    np.testing.assert_array_equal(got[0], tflm_run(small, [xs])[0])
+    res = compile_model(tmp_path / "m.tflite", target=target, name="m", optimize="size",
+                        out_dir=tmp_path / target)
+    assert len(re.findall(r"uint8_t \w+_weights_int4\[", res.files["m.c"])) == 3
+    md = (tmp_path / target / "report.md").read_text()
+    assert md.count("[-8, 7], lossless") == 3, md
+    wide, _ = layer_model(["CONV_2D"], 11, bits4=False)
+    (tmp_path / "w.tflite").write_bytes(wide)
+    code = compile_model(tmp_path / "w.tflite", target=target, name="w", optimize="size").files["w.c"]
+    assert "_weights_int4" not in code
