@@ -104,9 +104,9 @@ def pack_small_int8(g):
     return g
 
 
-def choice(op) -> str:
-    """report.md's line for a layer with 4-bit weights."""
+def choice(op, kernel: str = "portable kernel") -> str:
+    """report.md's line for a layer with 4-bit weights (read by `kernel`)."""
     if op.attrs.get(LOSSLESS):
         return ("weights packed to 4 bits, two per byte (size: its int8 weights all lie in "
-                "[-8, 7], lossless), portable kernel")
-    return "int4 weights kept two per byte, portable kernel"
+                f"[-8, 7], lossless), {kernel}")
+    return f"int4 weights kept two per byte, {kernel}"

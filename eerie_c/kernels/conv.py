@@ -84,14 +84,17 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=None) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=None,
+                   w4: bool = False) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
     the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
     _conv_pack.py the caller can lower under --optimize size (size_fmt in the result). perm:
-    the order of the taps in a row (the columns' order, _conv_cols.py), else the model's."""
+    the order of the taps in a row (the columns' order, _conv_cols.py), else the model's.
+    w4: 4-bit weights (_int4.py) for eerie_conv_pair_s4 (shared, not unrolled, sums times 16
+    within int32); the result has shared False when that kernel does not apply."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
@@ -127,6 +130,12 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
                   and activation_range_int(act, y) == (-128, 127))
         v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
                        and (UNROLL_MIN_K if unroll else SHARED_MIN_K) <= kp <= 4 * 32768)
+        if w4:   # any depth; the sums times 16 must fit int32
+            v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
+                           and kp <= 4 * 32768 and 16 * int(np.max(bound, initial=0)) < 2 ** 31)
+            if not v["shared"]:
+                return v
+            unroll = unroll and kp >= UNROLL_MIN_K
         if v["shared"] and pack and ctx.optimize == "size":
             sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
                            pack)
@@ -144,8 +153,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
             # under speed from doubled weights, else from doubled columns (one SADD16 per
             # column word: kp / 2 per pixel, against one instruction saved per output value)
-            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2)
+            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2) and not w4
             rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
+            if w4:
+                rows[0] = rows[0] * 16                    # the 4-bit kernel's sums are 16 x
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
                      unrolled=kp // 4 if unroll else 0,
@@ -171,7 +182,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     what_w = c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
-    if v.get("shared") and ctx.optimize == "speed":
+    if v.get("shared") and ctx.optimize == "speed" and not w4:
         # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
         # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
         # per 16 MACs, twice the weight bytes)
@@ -183,6 +194,16 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         v["weights"] = pair_weights(ctx, v, words.astype(np.uint32).view(np.int32).reshape(-1),
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
+        return v
+    if w4:   # per pair of rows and group one word: byte i = row 0 tap i << 4 | row 1 tap i
+        t = wdata.astype(np.int64) & 0xF                  # [pairs][groups][2 rows][4 taps]
+        b8 = (t[:, :, 0, :] << 4 | t[:, :, 1, :]).astype(np.uint8)
+        words = np.frombuffer(np.ascontiguousarray(b8).tobytes(), "<u4").view(np.int32).astype(np.int32)
+        ctx.packed4.add(w.id)
+        v["weights"] = pair_weights(ctx, v, words, what_w + ", 4-bit: per pair and 4 taps one "
+                                    "word, byte i = row 0 tap i << 4 | row 1 tap i",
+                                    "weights_int4")
+        v["w4"] = True
         return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
@@ -241,6 +262,33 @@ def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowere
                    macs=v["batches"] * win.out_h * win.out_w * out_c * k)
 
 
+def lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) -> Lowered | None:
+    """CONV_2D with 4-bit weights on the DSP targets: the shared pair kernel over nibble
+    words (eerie_conv_pair_s4, helpers/gemm_dsp_s4.c.j2), or None when it does not apply."""
+    batches, in_h, in_w, in_c = x.shape
+    out_c, kh, kw = w.shape[:3]
+    direct = kh == 1 and kw == 1 and in_c % 4 == 0
+    cols = column_vars(win, in_h, in_w, in_c) if not direct else None
+    cp = ctx.checkpoint()
+    packed = set(ctx.packed4)
+    d = int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                       perm=cols["perm"] if cols else None, w4=True)
+    if not d.get("w4"):
+        ctx.rollback(cp)
+        ctx.packed4 = packed
+        return None
+    v = dict(v, **d, direct=direct)
+    if cols:
+        v["cols"] = cols
+    body = render("kernels/conv2d_s8.c.j2", **v)
+    scratch = dsp_conv_scratch(v)
+    inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct else False
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                   helpers=dsp_conv_helpers(v) | {"gemm_dsp_s4"}, scratch_bytes=scratch,
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace,
+                   choice=int4_choice(op, "eerie_conv_pair_s4"))
+
+
 @kernel("CONV_2D", dtypes=("int8", "float32"))
 def lower_conv2d(op, g, ctx):
     what = op_what(op)
@@ -256,7 +304,12 @@ def lower_conv2d(op, g, ctx):
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
-    elif w.int4:   # 4-bit weights: the portable kernel, reading them packed (_int4.py)
+    elif w.int4:   # 4-bit weights (_int4.py)
+        low = lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) \
+            if has_dsp(ctx.target) else None
+        if low is not None:
+            return low
+        # elsewhere (or where the DSP kernel does not apply) the portable kernel reading them
         v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c),
                  size_why=int4_choice(op))
         body = render("kernels/conv2d_s8.c.j2", **v)

@@ -35,9 +35,19 @@ def test_int4_weights_stay_packed(tmp_path, target):
     (tmp_path / "m.tflite").write_bytes(model)
     code = compile_model(tmp_path / "m.tflite", target=target, name="m").files["m.c"]
     g = load_tflite(model, "m")
-    sizes = sorted((g.t(op.inputs[1]).size + 1) // 2 for op in g.ops)
-    found = sorted(int(n) for n in re.findall(r"uint8_t \w+_weights_int4\[(\d+)\]", code))
-    assert found == sizes, (found, sizes)
+    assert_packed(code, [g.t(op.inputs[1]).size for op in g.ops])
+
+
+def assert_packed(code: str, counts: list[int]):
+    """One weights_int4 array per layer, under 0.6 bytes per weight (TFLite's packing,
+    ceil(n / 2) bytes, or the DSP kernels' nibble words with their rows padded to 4 taps),
+    and no int8 weights array."""
+    arrays = re.findall(r"(uint8_t|int32_t) \w+_weights_int4(_requant)?\[(\d+)\]", code)
+    assert len(arrays) == len(counts), (arrays, counts)
+    # (a stream of weights and requantization words: its weights alone are not counted)
+    nbytes = sum(int(n) * (1 if t == "uint8_t" else 4) for t, rq, n in arrays if not rq)
+    assert nbytes <= 0.6 * sum(counts) + 16 * len(counts), (arrays, counts)
+    assert not re.search(r"int8_t \w+_weights\[", code)
 
 
 # (board, core): the M4 (DSP extension), the M55 (Helium) and RV32: each runs the portable
@@ -49,13 +59,17 @@ BOARDS = [("mps2-an386", "cortex-m4"), ("mps3-an547", "cortex-m55"), ("riscv-vir
 def test_int4_chain_board(tmp_path, board, core):
     from conftest import assert_invoke_stack_within_bound, require_board_tools
     require_board_tools(board)
-    model, in_shape = layer_model(["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "FULLY_CONNECTED"], 7)
-    xs = random_inputs(in_shape, "int8", 6, seed=7)
+    # (seed 9: on the M4 its convolutions take eerie_conv_pair_s4 and an unrolled copy)
+    model, in_shape = layer_model(["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "FULLY_CONNECTED"], 9)
+    xs = random_inputs(in_shape, "int8", 6, seed=9)
     ref = litert_run(model, xs)
-    got, rep = eerie_run(model, [xs], tmp_path, board=board)
+    got, rep = eerie_run(model, [xs], tmp_path, board=board, out_dir=tmp_path / "fw", name="m")
     assert rep["board"] == board and rep["target"] == core, (rep["board"], rep["target"])
     np.testing.assert_array_equal(got[0], ref)
     assert_invoke_stack_within_bound(rep)
+    if board == "mps2-an386":
+        code = (tmp_path / "fw" / "m.c").read_text()
+        assert "eerie_conv_pair_s4(" in code and "eerie_conv_pair_s4_g" in code
 
 
 @pytest.mark.parametrize("target", ["host", "cortex-m4"])
@@ -65,16 +79,30 @@ def test_size_packs_small_int8_weights(tmp_path, target):
     with wider weights stays int8."""
     from conftest import tflm_run
     from eerie_c.api import compile_model
+    from eerie_c.frontend.tflite import load_tflite
     small, in_shape = layer_model(list(KINDS[1:]) + ["FULLY_CONNECTED"], 11, bits4=False, small=True)
     xs = random_inputs(in_shape, "int8", 4, seed=11)
     got, rep = eerie_run(small, [xs], tmp_path, optimize="size")
     np.testing.assert_array_equal(got[0], tflm_run(small, [xs])[0])
     res = compile_model(tmp_path / "m.tflite", target=target, name="m", optimize="size",
                         out_dir=tmp_path / target)
-    assert len(re.findall(r"uint8_t \w+_weights_int4\[", res.files["m.c"])) == 3
+    g = load_tflite(small, "m")
+    assert_packed(res.files["m.c"], [g.t(op.inputs[1]).size for op in g.ops])
     md = (tmp_path / target / "report.md").read_text()
     assert md.count("[-8, 7], lossless") == 3, md
     wide, _ = layer_model(["CONV_2D"], 11, bits4=False)
     (tmp_path / "w.tflite").write_bytes(wide)
     code = compile_model(tmp_path / "w.tflite", target=target, name="w", optimize="size").files["w.c"]
     assert "_weights_int4" not in code
+
+
+@pytest.mark.parametrize("seed", [1, 3, 9])   # (seeds whose layers the DSP kernels take)
+def test_int4_conv_dsp_c(tmp_path, seed):
+    """CONV_2D with 4-bit weights on a DSP target: eerie_conv_pair_s4 (and its unrolled
+    copies) over nibble words, here its C (host, UBSan, the source proof) vs LiteRT."""
+    from test_dsp_kernels import dsp_target_run
+    model, in_shape = layer_model(["CONV_2D", "CONV_2D"], seed)
+    xs = random_inputs(in_shape, "int8", 3, seed=seed)
+    got = dsp_target_run(model, [xs], tmp_path)
+    assert "eerie_conv_pair_s4" in (tmp_path / "build" / "m.c").read_text()
+    np.testing.assert_array_equal(got[0], litert_run(model, xs))
