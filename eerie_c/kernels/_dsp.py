@@ -194,7 +194,9 @@ def dsp_conv_scratch(v: dict) -> int:
         window = cols["frame"].size(v["in_c"])
     else:
         window = v["kp"]
-    return 4 * v["kp"] + window + (8 if v.get("unrolled") else 0)
+    # (before the columns: the unrolled kernel's two output pointers; with 4-bit weights also
+    # 8 x the two columns' sums, helpers/gemm_dsp.c.j2)
+    return 4 * v["kp"] + window + (16 if v.get("w4") else 8 if v.get("unrolled") else 0)
 
 
 @dataclass

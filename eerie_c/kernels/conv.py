@@ -130,9 +130,9 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
                   and activation_range_int(act, y) == (-128, 127))
         v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
                        and (UNROLL_MIN_K if unroll else SHARED_MIN_K) <= kp <= 4 * 32768)
-        if w4:   # any depth; the sums times 16 must fit int32
+        if w4:   # any depth; row 0's sums times 16 and row 1's register must fit int32
             v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
-                           and kp <= 4 * 32768 and 16 * int(np.max(bound, initial=0)) < 2 ** 31)
+                           and kp <= 4 * 32768 and w4_sums_fit(dfb, wflat, bound, ocp))
             if not v["shared"]:
                 return v
             unroll = unroll and kp >= UNROLL_MIN_K
@@ -155,8 +155,8 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             # column word: kp / 2 per pixel, against one instruction saved per output value)
             doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2) and not w4
             rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
-            if w4:
-                rows[0] = rows[0] * 16                    # the 4-bit kernel's sums are 16 x
+            if w4:   # the 4-bit kernel's biases: 16 b0 (row 0), 16 b0 + b1 (row 1; gemm_dsp.c.j2)
+                rows[0] = np.stack([16 * rows[0][:, 0], 16 * rows[0][:, 0] + rows[0][:, 1]], axis=1)
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
                      unrolled=kp // 4 if unroll else 0,
@@ -195,10 +195,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
         return v
-    if w4:   # per pair of rows and group one word: byte i = row 0 tap i << 4 | row 1 tap i
-        t = wdata.astype(np.int64) & 0xF                  # [pairs][groups][2 rows][4 taps]
-        b8 = (t[:, :, 0, :] << 4 | t[:, :, 1, :]).astype(np.uint8)
-        words = np.frombuffer(np.ascontiguousarray(b8).tobytes(), "<u4").view(np.int32).astype(np.int32)
+    if w4:   # per pair of rows and group one word: byte i = 16 w0 + w1 + 8 (rows 0, 1, tap i)
+        t = wdata.astype(np.int64)                        # [pairs][groups][2 rows][4 taps]
+        b8 = (16 * t[:, :, 0, :] + t[:, :, 1, :] + 8).astype(np.int8)
+        words = np.frombuffer(np.ascontiguousarray(b8).tobytes(), "<i4").astype(np.int32)
         ctx.packed4.add(w.id)
         v["weights"] = pair_weights(ctx, v, words, what_w + ", 4-bit: per pair and 4 taps one "
                                     "word, byte i = row 0 tap i << 4 | row 1 tap i",
@@ -228,6 +228,15 @@ def int4_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
                              "bias with the input zero point folded in"))
     v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
     return v
+
+
+def w4_sums_fit(fbias, wflat, bound, ocp: int) -> bool:
+    """Whether eerie_conv_pair_s4's registers stay in int32 (helpers/gemm_dsp.c.j2): row 0's
+    16 x (bias + sum), row 1's 16 b0 + b1 + sum of x (16 w0 + w1 + 8) with |x| <= 128."""
+    b = pad_to(np.asarray(fbias, np.int64), (ocp,)).reshape(-1, 2)
+    w = pad_to(np.asarray(wflat, np.int64), (ocp, wflat.shape[1])).reshape(-1, 2, wflat.shape[1])
+    row1 = np.abs(16 * b[:, 0] + b[:, 1]) + 128 * np.abs(16 * w[:, 0] + w[:, 1] + 8).sum(axis=1)
+    return 16 * int(np.max(bound, initial=0)) < 2 ** 31 and int(row1.max(initial=0)) < 2 ** 31
 
 
 def conv_choice(v: dict) -> str:
