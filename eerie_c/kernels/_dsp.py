@@ -195,8 +195,8 @@ def dsp_conv_scratch(v: dict) -> int:
     else:
         window = v["kp"]
     # (before the columns: the unrolled kernel's two output pointers; with 4-bit weights also
-    # 8 x the two columns' sums, helpers/gemm_dsp.c.j2)
-    return 4 * v["kp"] + window + (16 if v.get("w4") else 8 if v.get("unrolled") else 0)
+    # 8 x the two columns' sums and 2 zp + 1, helpers/gemm_dsp.c.j2)
+    return 4 * v["kp"] + window + (24 if v.get("w4") else 8 if v.get("unrolled") else 0)
 
 
 @dataclass

@@ -157,6 +157,15 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
             if w4:   # the 4-bit kernel's biases: 16 b0 (row 0), 16 b0 + b1 (row 1; gemm_dsp.c.j2)
                 rows[0] = np.stack([16 * rows[0][:, 0], 16 * rows[0][:, 0] + rows[0][:, 1]], axis=1)
+            if w4 and unroll:
+                # the unrolled 4-bit kernel's stream: multiplier and t = rshift - 1 (radd
+                # = (2 zp + 1) << t at run time), if every channel's radd is that
+                t = pad_to(np.asarray(values[1], np.int64) - 1, (ocp,)).reshape(ocp // 2, 2)
+                radd = pad_to(np.asarray(values[2], np.int64), (ocp,)).reshape(ocp // 2, 2)
+                if np.array_equal(radd, (2 * y.zero_point + 1) << t):
+                    rows = [rows[0], rows[1], t]
+                else:   # (constant channels: radd 2 v + 1) the general kernel's table
+                    unroll = False
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
                      unrolled=kp // 4 if unroll else 0,
