@@ -1,7 +1,11 @@
 """Models with 4-bit (TFLite INT4) weights for the int4 tests: FULLY_CONNECTED, CONV_2D and
 DEPTHWISE_CONV_2D with random shapes, scales and activations, per-channel or per-tensor, int8
-activations; and LiteRT's reference kernels, the oracle (TFLM refuses int4 fully connected)."""
+activations; MLPerf Tiny's DS-CNN keyword spotter as a float model, quantized by Google's AI
+Edge Quantizer (w4a8 or w8a8; also bench/kws_w4.py); and LiteRT's reference kernels, the
+oracle (TFLM refuses int4 fully connected)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -91,3 +95,93 @@ def layer_model(kinds, seed, per_channel=True, bits4=True, small=False):
         x, shape, scale = add_layer(mb, rng, kind, x, shape, scale, per_channel, bits4, small)
     mb.output(x)
     return mb.build(), in_shape
+
+
+KWS = Path(__file__).resolve().parents[2] / "models" / "mlperf_tiny" / "kws_ref_model.tflite"
+OPTIONS = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
+           "FULLY_CONNECTED": "FullyConnectedOptions", "AVERAGE_POOL_2D": "Pool2DOptions",
+           "RESHAPE": "ReshapeOptions", "SOFTMAX": "SoftmaxOptions"}
+
+
+def _float(t) -> np.ndarray:
+    q = t.quant
+    axis = q.axis if q.per_channel else 0
+    shape = [1] * t.data.ndim
+    if q.per_channel:
+        shape[axis] = -1
+    s = np.asarray(q.scale, np.float64).reshape(shape)
+    return ((t.data.astype(np.float64) - np.asarray(q.zero_point).reshape(shape)) * s).astype(np.float32)
+
+
+def float_dscnn(int8_model: Path = KWS) -> bytes:
+    """The int8 DS-CNN as a float model (weights and biases dequantized), with a signature."""
+    from eerie_c.frontend.tflite import load_tflite
+    g = load_tflite(int8_model.read_bytes(), "kws")
+    mb = ModelBuilder()
+    mb.signature = "serving_default"
+    ids = {}
+    x = g.t(g.inputs[0])
+    ids[x.id] = mb.input(list(x.shape), "float32", name="input")
+    for op in g.ops:
+        ins = []
+        for tid in op.inputs:
+            t = g.t(tid)
+            if t.is_const:
+                if op.kind == "RESHAPE":
+                    ins.append(mb.const(t.data, t.dtype, name=t.label))
+                else:
+                    ins.append(mb.const(_float(t), "float32", name=t.label))
+            else:
+                ins.append(ids[tid])
+        y = g.t(op.outputs[0])
+        ids[y.id] = mb.tensor(list(y.shape), "float32", name=y.label)
+        a = op.attrs
+        act = ACT.get(a.get("fused_activation_function", "NONE"), 0)
+        fields = {"CONV_2D": dict(padding=PAD[a.get("padding", "SAME")], strideH=a.get("stride_h", 1),
+                                  strideW=a.get("stride_w", 1), fusedActivationFunction=act),
+                  "DEPTHWISE_CONV_2D": dict(padding=PAD[a.get("padding", "SAME")],
+                                            strideH=a.get("stride_h", 1), strideW=a.get("stride_w", 1),
+                                            depthMultiplier=a.get("depth_multiplier", 1),
+                                            fusedActivationFunction=act),
+                  "AVERAGE_POOL_2D": dict(padding=PAD[a.get("padding", "VALID")],
+                                          strideH=a.get("stride_h", 1), strideW=a.get("stride_w", 1),
+                                          filterHeight=a.get("filter_height", 1),
+                                          filterWidth=a.get("filter_width", 1),
+                                          fusedActivationFunction=act),
+                  "FULLY_CONNECTED": dict(fusedActivationFunction=act),
+                  "RESHAPE": dict(newShape=list(y.shape)),
+                  "SOFTMAX": dict(beta=float(a.get("beta", 1.0)))}[op.kind]
+        mb.op(op.kind, ins, [ids[y.id]], OPTIONS[op.kind], **fields)
+    mb.output(ids[g.t(g.outputs[0]).id])
+    return mb.build()
+
+
+def calibration_inputs(n: int = 32, seed: int = 0) -> list[np.ndarray]:
+    """Inputs in the int8 model's input range (its quantization dequantized)."""
+    from eerie_c.frontend.tflite import load_tflite
+    g = load_tflite(KWS.read_bytes(), "kws")
+    x = g.t(g.inputs[0])
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-128, 128, size=(n, *x.shape))
+    return [((v - x.zero_point) * x.scale).astype(np.float32) for v in q]
+
+
+def aeq_quantize(float_model: bytes, weight_bits: int, work: Path) -> bytes:
+    """Static quantization by the AI Edge Quantizer: int8 activations, channel-wise weights of
+    weight_bits bits."""
+    from ai_edge_quantizer import qtyping, quantizer
+    src = work / "float.tflite"
+    src.write_bytes(float_model)
+    qt = quantizer.Quantizer(str(src))
+    ops = qtyping.TFLOperationName
+    qt.add_static_config(regex=".*", operation_name=ops.ALL_SUPPORTED, activation_num_bits=8,
+                         weight_num_bits=8)
+    if weight_bits != 8:
+        # the quantizer's policy keeps DEPTHWISE_CONV_2D out of 4-bit static quantization
+        # (asked for everything it leaves the depthwise layers float, between DEQUANTIZE and
+        # QUANTIZE): 4 bits for the convolutions and the classifier, 8 for the depthwise ones
+        for op in (ops.CONV_2D, ops.FULLY_CONNECTED):
+            qt.add_static_config(regex=".*", operation_name=op, activation_num_bits=8,
+                                 weight_num_bits=weight_bits)
+    calib = qt.calibrate({"serving_default": [{"input": x} for x in calibration_inputs()]})
+    return bytes(qt.quantize(calib, enable_progress_report=False).quantized_model)
