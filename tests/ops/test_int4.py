@@ -106,3 +106,42 @@ def test_int4_conv_dsp_c(tmp_path, seed):
     got = dsp_target_run(model, [xs], tmp_path)
     assert "eerie_conv_pair_s4" in (tmp_path / "build" / "m.c").read_text()
     np.testing.assert_array_equal(got[0], litert_run(model, xs))
+
+
+def test_int4_refusals(tmp_path):
+    """One-line errors: an INT4 activation, an INT4 buffer of the wrong size, an INT4 constant
+    that is not the weights of a layer that reads 4-bit weights."""
+    from eerie_c.api import compile_model
+    from eerie_c.errors import EerieError
+    from tflite_builder import ModelBuilder
+
+    def compile_bytes(data):
+        (tmp_path / "b.tflite").write_bytes(data)
+        compile_model(tmp_path / "b.tflite", name="b")
+
+    mb = ModelBuilder()   # an int4 activation
+    x = mb.input([1, 4], "int8", scale=0.1)
+    y = mb.tensor([1, 4], "int4", scale=0.1)
+    mb.op("RELU", [x], [y])
+    mb.output(y)
+    with pytest.raises(EerieError, match=r"unsupported tensor dtype: INT4 x1"):
+        compile_bytes(mb.build())
+
+    mb = ModelBuilder()   # 3 bytes hold 6 int4 values, not 8
+    x = mb.input([1, 4], "int8", scale=0.1)
+    w = mb.const(np.zeros((2, 4)), "int4", scale=[0.1], zero_point=[0])
+    mb.buffers[-1].data = mb.buffers[-1].data[:3]
+    y = mb.tensor([1, 2], "int8", scale=0.1)
+    mb.op("FULLY_CONNECTED", [x, w], [y], "FullyConnectedOptions")
+    mb.output(y)
+    with pytest.raises(EerieError, match=r"malformed TFLite file: shape \[2, 4\] of int4 needs 4 bytes"):
+        compile_bytes(mb.build())
+
+    mb = ModelBuilder()   # an int4 constant added to an activation
+    x = mb.input([1, 4], "int8", scale=0.1)
+    c = mb.const(np.ones((1, 4)), "int4", scale=[0.1], zero_point=[0])
+    y = mb.tensor([1, 4], "int8", scale=0.1)
+    mb.op("ADD", [x, c], [y], "AddOptions")
+    mb.output(y)
+    with pytest.raises(EerieError, match=r"unsupported quantization: ADD with an int4 tensor as input 1"):
+        compile_bytes(mb.build())
