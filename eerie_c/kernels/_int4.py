@@ -83,8 +83,12 @@ def pack_small_int8(g):
     in [-8, 7] (a model trained for 4 bits, exported as int8) become 4-bit tensors, packed two
     per byte by the kernels; bit-exact, as the values are unchanged (and those layers keep
     TFLM's rounding). The op gets attrs[LOSSLESS] for report.md. A tensor also read by any
-    other op stays int8."""
+    other op stays int8, and so do the layers whose size format a test forces (_conv_pack.FORCE,
+    _fc_formats.FORCE: that format is the one under test)."""
     from dataclasses import replace
+    from . import _conv_pack, _fc_formats
+    forced = ({"CONV_2D"} if _conv_pack.FORCE else set()) | \
+        ({"FULLY_CONNECTED"} if _fc_formats.FORCE else set())
     readers: dict[str, list] = {}
     for op in g.ops:
         for k, tid in enumerate(op.inputs):
@@ -94,8 +98,8 @@ def pack_small_int8(g):
         t = g.tensors.get(tid)
         if t is None or not t.is_const or t.int4 or t.dtype != "int8" or t.data.size == 0:
             continue
-        if not all(op.kind in INT4_OPS and k == 1 and g.t(op.inputs[0]).dtype == "int8"
-                   for op, k in uses):
+        if not all(op.kind in INT4_OPS and op.kind not in forced and k == 1
+                   and g.t(op.inputs[0]).dtype == "int8" for op, k in uses):
             continue
         if t.data.min() >= -8 and t.data.max() <= 7:
             g.tensors[tid] = replace(t, int4=True)

@@ -302,7 +302,8 @@ def lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) -> Lowered | None:
     scratch = dsp_conv_scratch(v)
     inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct else False
     return Lowered(body=body, inputs=[x.id], outputs=[y.id],
-                   helpers=dsp_conv_helpers(v) | {"gemm_dsp_s4"}, scratch_bytes=scratch,
+                   helpers=dsp_conv_helpers(v) | (set() if v.get("unrolled") else {"gemm_dsp_s4"}),
+                   scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace,
                    choice=int4_choice(op, "eerie_conv_pair_s4"))
 
