@@ -259,7 +259,7 @@ def conv_choice(v: dict) -> str:
     return ""
 
 
-def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
+def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None, w4=False) -> Lowered:
     """CONV_2D on RISC-V (conv2d_s8_rv.c.j2); with `residual` (CONV_2D_ADD's constants, its
     v carrying xin) the fused ADD runs on each pair of pixels' outputs in scratch."""
     out_c, kh, kw, in_c = w.shape
@@ -270,14 +270,17 @@ def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowere
     if w.quant.per_channel and len(w.quant.scale) != out_c:
         raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
     mult, shift = per_channel_multipliers(x, w, y, out_c)
-    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label)))
+    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label), w4=w4))
+    if w4:
+        ctx.packed4.add(w.id)
     # a 1x1 window never overlaps the padding (TFLite pads 1x1 by 0): read pixels in place
     v.update(zp_in=x.zero_point, direct=kh == kw == 1 and win.pad_t == win.pad_l == 0)
     body = render("kernels/conv2d_s8_rv.c.j2", residual=residual, **v)
     scratch = (0 if v["direct"] else 2 * k) + (2 * out_c if residual else 0)
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
-                   scratch_bytes=scratch,
-                   macs=v["batches"] * win.out_h * win.out_w * out_c * k)
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                   helpers={"requant", "gemm_rv"} | ({"gemm_rv_s4"} if w4 else set()),
+                   scratch_bytes=scratch, macs=v["batches"] * win.out_h * win.out_w * out_c * k,
+                   choice=v.get("w4_choice", ""))
 
 
 def lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) -> Lowered | None:
@@ -328,6 +331,9 @@ def lower_conv2d(op, g, ctx):
             if has_dsp(ctx.target) else None
         if low is not None:
             return low
+        if has_rv(ctx.target):    # RISC-V: the GEMM over nibble words (eerie_gemm_rv_s4)
+            return lower_conv2d_rv(ctx, x, w, b, y, win, act, what,
+                                   dict(v, w4_choice=int4_choice(op, "eerie_gemm_rv_s4")), w4=True)
         # elsewhere (or where the DSP kernel does not apply) the portable kernel reading them
         v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c),
                  size_why=int4_choice(op))
