@@ -16,7 +16,7 @@ KINDS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
 @pytest.mark.parametrize("per_channel", [True, False], ids=["per-channel", "per-tensor"])
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_int4_layer_host(tmp_path, kind, per_channel, seed):
     model, in_shape = layer_model([kind], seed, per_channel)
     xs = random_inputs(in_shape, "int8", 4, seed=seed)
