@@ -3,11 +3,19 @@ packed losslessly under --optimize size. The IR holds their values one per int8 
 own arithmetic: folded biases, bounds); in flash they stay two per byte and the kernels unpack
 them in registers, never into an int8 copy in RAM or flash.
 
-The portable kernels read TFLite's own packing (packed_weights: the tensor in row-major order,
-element 2i in the low nibble of byte i, element 2i + 1 in the high one) through eerie_w4
-(helpers/int4.c.j2). lower_graph checks (check_packed) that every 4-bit tensor a layer reads
-was emitted packed by its kernel, so a kernel that does not know the format cannot quietly
-store it as int8.
+Where the weights go (each kernel marks the tensor in ctx.packed4 when it emits them):
+* the portable kernels (every target; DEPTHWISE_CONV_2D and FULLY_CONNECTED everywhere) read
+  TFLite's own packing (packed_weights: the tensor in row-major order, element 2i in the low
+  nibble of byte i, element 2i + 1 in the high one) through eerie_w4 (helpers/int4.c.j2);
+* CONV_2D on the DSP cores: eerie_conv_pair_s4 and its unrolled copies, one word per 4 taps
+  of a pair of rows, bytes 16 w0 + w1 + 8 (conv.py int8_conv_vars, helpers/gemm_dsp.c.j2);
+* CONV_2D on RISC-V: eerie_gemm_rv_s4, one word per 2 taps of a block of 4 rows (_rv.py).
+lower_graph checks (check_packed) that every 4-bit tensor a layer reads was emitted packed by
+its kernel, so a kernel that does not know the format cannot quietly store it as int8.
+
+The reference for TFLite INT4 models is LiteRT's reference kernels (TFLM refuses INT4 fully
+connected weights); its FULLY_CONNECTED rounds the requantization once (frontend: attrs
+rounding = "single"), which the portable kernel follows (eerie_requantize_single).
 """
 from __future__ import annotations
 
