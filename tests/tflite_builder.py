@@ -19,11 +19,21 @@ from ai_edge_litert import schema_py_generated as fb
 TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "int16": fb.TensorType.INT16,
          "int32": fb.TensorType.INT32, "uint8": fb.TensorType.UINT8, "int64": fb.TensorType.INT64,
          "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE,
-         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64}
+         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64, "int4": fb.TensorType.INT4}
 NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64}
+      "uint8": np.uint8, "int64": np.int64, "bool": np.bool_, "uint32": np.uint32, "uint64": np.uint64,
+      "int4": np.int8}   # int4: values in [-8, 7], written two per byte (pack_int4)
 ACT = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 PAD = {"SAME": 0, "VALID": 1}
+
+
+def pack_int4(values) -> np.ndarray:
+    """TFLite's INT4 buffer: row-major values two per byte, the even element in the low nibble
+    (LiteRT's tensor_utils::UnpackDenseInt4IntoInt8 reads them so), an odd count padded."""
+    v = np.asarray(values, np.int64).reshape(-1)
+    assert v.size == 0 or (v.min() >= -8 and v.max() <= 7), "int4 values must lie in [-8, 7]"
+    v = np.concatenate([v, np.zeros(v.size % 2, np.int64)]) & 0xF
+    return (v[0::2] | v[1::2] << 4).astype(np.uint8)
 
 
 class ModelBuilder:
@@ -69,7 +79,7 @@ class ModelBuilder:
             arr = np.asarray(data, dtype=NP[dtype])
             assert tuple(arr.shape) == tuple(shape), (arr.shape, shape)
             b = fb.BufferT()
-            b.data = np.frombuffer(arr.tobytes(), dtype=np.uint8)
+            b.data = pack_int4(arr) if dtype == "int4" else np.frombuffer(arr.tobytes(), dtype=np.uint8)
             self.buffers.append(b)
             t.buffer = len(self.buffers) - 1
         self.tensors.append(t)
@@ -143,12 +153,23 @@ class ModelBuilder:
         sg.name = self.name
         return sg
 
+    def _tensor_map(self, i: int):
+        tm = fb.TensorMapT()
+        tm.name, tm.tensorIndex = self.tensors[i].name, i
+        return tm
+
     def build(self) -> bytes:
         m = fb.ModelT()
         m.version = 3
         m.operatorCodes, m.buffers = self.opcodes, self.buffers
         m.subgraphs = [self._subgraph_t()] + [s._subgraph_t() for s in self.subgraphs]
         m.description = "eerie-c test model"
+        if getattr(self, "signature", None):   # a signature (the AI Edge Quantizer calibrates by one)
+            sd = fb.SignatureDefT()
+            sd.signatureKey, sd.subgraphIndex = self.signature, 0
+            sd.inputs, sd.outputs = [self._tensor_map(i) for i in self.inputs], \
+                [self._tensor_map(i) for i in self.outputs]
+            m.signatureDefs = [sd]
         b = flatbuffers.Builder(1024)
         b.Finish(m.Pack(b), file_identifier=b"TFL3")
         return bytes(b.Output())

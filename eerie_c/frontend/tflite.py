@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import flatbuffers
 import numpy as np
 import tflite
 from flatbuffers import flexbuffers
@@ -117,6 +118,19 @@ def _buffer_data(model, buf: bytes, index: int, where: str) -> np.ndarray | None
     return b.DataAsNumpy()
 
 
+def unpack_int4(raw: np.ndarray, count: int, shape: tuple, buffer: int, where: str) -> np.ndarray:
+    """A TFLite INT4 buffer: the tensor's values in row-major order, two per byte, the even
+    element in the low nibble (LiteRT's UnpackDenseInt4IntoInt8), an odd count's last high
+    nibble unused; as int8 values in [-8, 7]."""
+    need = (count + 1) // 2
+    if raw.size != need:
+        raise malformed(f"shape {list(shape)} of int4 needs {need} bytes but buffer {buffer} "
+                        f"holds {raw.size}", where)
+    b = raw.astype(np.uint8)
+    pairs = np.stack([b & 0xF, b >> 4], axis=-1).reshape(-1)[:count].astype(np.int8)
+    return np.where(pairs >= 8, pairs - 16, pairs).astype(np.int8).reshape(shape)
+
+
 def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
     t = sg.Tensors(i)
     label = (t.Name() or b"").decode("utf-8", "replace")
@@ -124,9 +138,10 @@ def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
     type_name = _TENSOR_TYPES.get(t.Type(), f"type code {t.Type()}")
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if not t.ShapeIsNone() else ()
     count = check_shape(shape, where)
-    if type_name not in _DTYPES:
+    int4 = type_name == "INT4"
+    if type_name not in _DTYPES and not int4:
         return None, type_name
-    dtype = _DTYPES[type_name]
+    dtype = "int8" if int4 else _DTYPES[type_name]
     quant = None
     q = t.Quantization()
     if q is not None and not q.ScaleIsNone() and q.ScaleLength() > 0:
@@ -137,6 +152,11 @@ def _tensor(model, buf: bytes, sg, i: int) -> tuple[Tensor, str | None]:
         quant = Quant(scale=scale, zero_point=zp, axis=int(q.QuantizedDimension()))
     raw = _buffer_data(model, buf, t.Buffer(), where)
     data = None
+    if int4:   # constants only (weights): an INT4 activation is unsupported
+        if raw is None or t.IsVariable():
+            return None, type_name
+        return Tensor(id=f"t{i}", shape=shape, dtype=dtype, label=label, quant=quant,
+                      data=unpack_int4(raw, count, shape, t.Buffer(), where), int4=True), None
     if raw is not None:
         itemsize = np.dtype(_DTYPE_NP[dtype]).itemsize
         if raw.size != count * itemsize:
@@ -196,6 +216,15 @@ def _dynamic_shapes(buf: bytes, e: EerieError) -> EerieError:
     return e
 
 
+def _builtin_code(c) -> int:
+    """An operator code's builtin_code field as stored. The `tflite` package's BuiltinCode()
+    returns deprecated_builtin_code for codes below 127, so a writer that leaves that field 0
+    (the AI Edge Quantizer's DEQUANTIZE and QUANTIZE) would read as ADD; LiteRT takes the
+    larger of the two fields, as this does."""
+    o = c._tab.Offset(10)
+    return int(c._tab.Get(flatbuffers.number_types.Int32Flags, o + c._tab.Pos)) if o else 0
+
+
 def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = None) -> Graph:
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() < 1:
@@ -204,7 +233,7 @@ def _load(buf: bytes, name: str, loc: list[str], max_iterations: int | None = No
     for i in range(model.OperatorCodesLength()):
         loc[0] = f"operator code {i}"
         c = model.OperatorCodes(i)
-        code = max(int(c.BuiltinCode()), int(c.DeprecatedBuiltinCode()))
+        code = max(_builtin_code(c), int(c.DeprecatedBuiltinCode()))
         if code == tflite.BuiltinOperator.CUSTOM:
             custom = (c.CustomCode() or b"?").decode("ascii", "backslashreplace")
             codes.append("CUSTOM:" + custom)   # the kind a kernel registers, if any
@@ -277,6 +306,10 @@ def _read_subgraph(model, buf: bytes, s: int, codes: list[str], loc: list[str], 
         loc[0] = f"op {k} ({kind}) builtin options" if s == 0 else f"{where_sg} op {k} ({kind}) builtin options"
         layer = tensors[outs[0]].label if outs and outs[0] in tensors else ""
         attrs = _custom_attrs(o) if kind.startswith("CUSTOM:") else _options_attrs(o)
+        if kind == "FULLY_CONNECTED" and len(ins) > 1 and ins[1] in tensors and tensors[ins[1]].int4:
+            # the reference for INT4 weights is LiteRT's (TFLM refuses them), whose fully
+            # connected kernel rounds its requantization once (kernels/_int4.py)
+            attrs["rounding"] = "single"
         ir_ops.append(Op(kind=kind, inputs=ins, outputs=outs, attrs=attrs,
                          name=layer or f"{kind.lower()}_{k}", index=k, subgraph=s))
     loc[0] = where_sg

@@ -53,6 +53,11 @@ class Tensor:
     # NAME_reset_state(). Kernels that write it list it in Lowered.updates.
     variable: bool = False
     init: np.ndarray | None = None
+    # 4-bit weights (a TFLite INT4 tensor, or int8 weights that all lie in [-8, 7] under
+    # --optimize size): dtype stays "int8" and `data` holds the values one per int8 for the
+    # compiler's own arithmetic, but the kernels must store them two per byte in flash and
+    # unpack them in registers (kernels/_int4.py); a kernel that cannot must refuse.
+    int4: bool = False
 
     @property
     def is_const(self) -> bool:

@@ -189,6 +189,8 @@ class LowerCtx:
         # because their savings do not pay for their code
         self.size_saved: dict[str, int] = {}
         self.size_off: frozenset[str] = frozenset()
+        # ids of the 4-bit tensors (Tensor.int4) the kernels emitted packed (_int4.py)
+        self.packed4: set[str] = set()
 
     def const(self, data: np.ndarray, ctype: str, hint: str, comment: str = "") -> str:
         data = np.ascontiguousarray(data)
@@ -215,6 +217,8 @@ class LowerCtx:
         del self.consts[n:]
 
     def tensor_const(self, t: Tensor, hint: str) -> str:
+        if t.int4:   # 4-bit weights are emitted packed (_int4.packed_weights), never as int8
+            raise EerieError(f"internal error: {t.label or t.id}: int4 weights emitted as int8")
         return self.const(t.data, DTYPE_C[t.dtype], hint, c_comment(t.label))
 
 
@@ -242,6 +246,7 @@ def check_supported(g: Graph):
     """One error line naming every unsupported (op, dtype) and every unsupported quantization
     scheme (op kind, reason), each with its count and op indices."""
     from .quant_schemes import quant_problem
+    from ._int4 import int4_problem
     load_all()
     problems: dict[str, list[str]] = {}
     quant: dict[str, list[str]] = {}
@@ -252,7 +257,7 @@ def check_supported(g: Graph):
         dt = op_dtype(op, g)
         if info is None or dt not in info.dtypes:
             problems.setdefault(f"{op.kind} with {dt} tensors", []).append(_where(op))
-        elif (why := quant_problem(op, g)) is not None:
+        elif (why := quant_problem(op, g) or int4_problem(op, g)) is not None:
             quant.setdefault(f"{op.kind} with {why}", []).append(_where(op))
     parts = []
     if problems:
@@ -275,6 +280,9 @@ def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
     not import the kernel modules that import it). optimize: --optimize (OPTIMIZE)."""
     if optimize not in OPTIMIZE:
         raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
+    from ._int4 import check_packed, pack_small_int8
+    if optimize == "size":   # int8 weights that fit 4 bits, packed losslessly
+        g = pack_small_int8(g)
     check_supported(g)
     lowered, ctx = _lower_ops(g, target, special, optimize, frozenset())
     if optimize == "size":
@@ -284,6 +292,7 @@ def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
         off = unpaid_helpers(ctx.size_saved)
         if off:
             lowered, ctx = _lower_ops(g, target, special, optimize, off)
+    check_packed(g, lowered, ctx)
     return lowered, ctx
 
 

@@ -161,14 +161,14 @@ UNROLL_MIN_K = 8
 _PAIR_WORDS = "2 folded biases, its weight words, multiplier, radd, rshift (2 of each)"
 
 
-def pair_weights(ctx, v: dict, words: np.ndarray, what: str) -> str:
+def pair_weights(ctx, v: dict, words: np.ndarray, what: str, hint: str = "weights") -> str:
     """The shared kernel's weight words as a constant; for the unrolled kernel one stream:
     per pair of channels its bias words, its weight words, then multiplier, radd, rshift."""
     if not v.get("unrolled"):
-        return ctx.const(words, "int32_t", "weights", what)
+        return ctx.const(words, "int32_t", hint, what)
     rows = v.pop("rq_rows")
     stream = np.concatenate([rows[:, :2], words.reshape(rows.shape[0], -1), rows[:, 2:]], axis=1)
-    return ctx.const(stream.reshape(-1), "int32_t", "weights_requant",
+    return ctx.const(stream.reshape(-1), "int32_t", hint + "_requant",
                      f"{what}; per pair of rows {_PAIR_WORDS}")
 
 
@@ -179,7 +179,7 @@ def dsp_conv_helpers(v: dict) -> set[str]:
         helpers.add("gemm_dsp")
         if v.get("unrolled"):
             helpers.add(f"gemm_dsp_g:{v['unrolled']}" + (" w" if v.get("wide") else "")
-                        + (" d" if v.get("dcols") else ""))
+                        + (" d" if v.get("dcols") else "") + (" 4" if v.get("w4") else ""))
     return helpers
 
 
@@ -194,7 +194,9 @@ def dsp_conv_scratch(v: dict) -> int:
         window = cols["frame"].size(v["in_c"])
     else:
         window = v["kp"]
-    return 4 * v["kp"] + window + (8 if v.get("unrolled") else 0)
+    # (before the columns: the unrolled kernel's two output pointers; with 4-bit weights also
+    # 8 x the two columns' sums and 2 zp + 1, helpers/gemm_dsp.c.j2)
+    return 4 * v["kp"] + window + (24 if v.get("w4") else 8 if v.get("unrolled") else 0)
 
 
 @dataclass

@@ -69,16 +69,27 @@ def rq_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: str,
 
 
 def gemm_vars(ctx, wflat: np.ndarray, fbias: np.ndarray, mult, shift, y, act: str,
-              label: str) -> dict:
+              label: str, w4: bool = False) -> dict:
     """Constants of eerie_gemm_rv_s8 for weights [out_c][K] (int8) and the folded bias:
-    weights as [ocp / 4][K][4], bias, and the requantization of rq_vars."""
+    weights as [ocp / 4][K][4], bias, and the requantization of rq_vars. w4: 4-bit weights
+    for eerie_gemm_rv_s4 (_int4.py), per block one word per two taps: nibble 4 t + r holds
+    row r's tap t (an odd K's last word only its tap 0)."""
     out_c, k = wflat.shape
     ocp = round_up(out_c, BLOCK)
     v, wflat, fbias = rq_vars(ctx, wflat, fbias, mult, shift, y, act, ocp)
     wdata = pad_to(wflat.astype(np.int8), (ocp, k))
     wdata = wdata.reshape(ocp // BLOCK, BLOCK, k).transpose(0, 2, 1)
-    v["weights"] = ctx.const(np.ascontiguousarray(wdata), "int8_t", "weights",
-                             f"{label} (blocks of 4 rows interleaved per tap: [{ocp // BLOCK}][{k}][4])")
+    if w4:
+        t = pad_to(wdata.astype(np.int64), (ocp // BLOCK, k + k % 2, BLOCK)) & 0xF
+        t = t.reshape(ocp // BLOCK, (k + 1) // 2, 2 * BLOCK)       # [blocks][pairs][4 t + r]
+        words = (t << (4 * np.arange(2 * BLOCK))).sum(axis=-1)
+        v["weights"] = ctx.const(words.astype(np.uint32).view(np.int32).reshape(-1), "int32_t",
+                                 "weights_int4", f"{label} (4-bit: per block of 4 rows one word "
+                                 f"per two taps, nibble 4 t + r: [{ocp // BLOCK}][{(k + 1) // 2}])")
+        v["w4"] = True
+    else:
+        v["weights"] = ctx.const(np.ascontiguousarray(wdata), "int8_t", "weights",
+                                 f"{label} (blocks of 4 rows interleaved per tap: [{ocp // BLOCK}][{k}][4])")
     v["bias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                           "bias with the input zero point folded in")
     return v

@@ -29,6 +29,7 @@ from ._conv_cols import column_vars
 from ._conv_pack import size_lowering, size_vars
 from ._conv_rules import folded_bias, pointwise_inplace
 from ._f32 import conv_vars as conv_f32_vars
+from ._int4 import choice as int4_choice, packed_weights
 from ._mve import has_mve, lower_conv2d_mve
 from ._rv import gemm_vars, has_rv
 from .window import conv_window, op_what
@@ -83,14 +84,17 @@ def int8_requant_vars(ctx, x, w, y, channels: int, act: str, what: str,
 # the M7; at 8 it helps the M4 (3.56 -> 3.31 instructions per MAC) but costs the M7.
 SHARED_MIN_K = 16
 
-def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=None) -> dict:
+def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=None,
+                   w4: bool = False) -> dict:
     """Constants of an int8 CONV_2D: weights as [out_c][K] rows, bias with the input zero point
     folded in, requantization. For DSP targets: rows zero-padded to kp = K rounded up to 4 and
     to an even count (ocp) and interleaved in pairs per 4 taps for the 2x2 SMLAD blocks;
     channels whose output is provably constant get zero weights and bias (see _dsp.py), and
     the requantization is eerie_requant_fast's when proven exact. pack: the compact formats of
     _conv_pack.py the caller can lower under --optimize size (size_fmt in the result). perm:
-    the order of the taps in a row (the columns' order, _conv_cols.py), else the model's."""
+    the order of the taps in a row (the columns' order, _conv_cols.py), else the model's.
+    w4: 4-bit weights (_int4.py) for eerie_conv_pair_s4 (shared, not unrolled, sums times 16
+    within int32); the result has shared False when that kernel does not apply."""
     in_off = -x.zero_point
     bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
     wflat = w.data.reshape(out_c, k)
@@ -126,6 +130,12 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
                   and activation_range_int(act, y) == (-128, 127))
         v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
                        and (UNROLL_MIN_K if unroll else SHARED_MIN_K) <= kp <= 4 * 32768)
+        if w4:   # any depth; row 0's sums times 16 and row 1's register must fit int32
+            v["shared"] = (values is not None and values[3] == 0 and ocp // 2 <= 65536
+                           and kp <= 4 * 32768 and w4_sums_fit(dfb, wflat, bound, ocp))
+            if not v["shared"]:
+                return v
+            unroll = unroll and kp >= UNROLL_MIN_K
         if v["shared"] and pack and ctx.optimize == "size":
             sv = size_vars(ctx, wflat, dfb, values, k, kp, ocp, out_c, y.zero_point, c_comment(w.label),
                            pack)
@@ -143,8 +153,19 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
             # under speed from doubled weights, else from doubled columns (one SADD16 per
             # column word: kp / 2 per pixel, against one instruction saved per output value)
-            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2)
+            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2) and not w4
             rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
+            if w4:   # the 4-bit kernel's biases: 16 b0 (row 0), 16 b0 + b1 (row 1; gemm_dsp.c.j2)
+                rows[0] = np.stack([16 * rows[0][:, 0], 16 * rows[0][:, 0] + rows[0][:, 1]], axis=1)
+            if w4 and unroll:
+                # the unrolled 4-bit kernel's stream: multiplier and t = rshift - 1 (radd
+                # = (2 zp + 1) << t at run time), if every channel's radd is that
+                t = pad_to(np.asarray(values[1], np.int64) - 1, (ocp,)).reshape(ocp // 2, 2)
+                radd = pad_to(np.asarray(values[2], np.int64), (ocp,)).reshape(ocp // 2, 2)
+                if np.array_equal(radd, (2 * y.zero_point + 1) << t):
+                    rows = [rows[0], rows[1], t]
+                else:   # (constant channels: radd 2 v + 1) the general kernel's table
+                    unroll = False
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
                      unrolled=kp // 4 if unroll else 0,
@@ -170,7 +191,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     what_w = c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
-    if v.get("shared") and ctx.optimize == "speed":
+    if v.get("shared") and ctx.optimize == "speed" and not w4:
         # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
         # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
         # per 16 MACs, twice the weight bytes)
@@ -183,6 +204,16 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
                                      what_w + ", sign-extended: (t0, t2), (t1, t3) per row")
         v["wide"] = True
         return v
+    if w4:   # per pair of rows and group one word: byte i = 16 w0 + w1 + 8 (rows 0, 1, tap i)
+        t = wdata.astype(np.int64)                        # [pairs][groups][2 rows][4 taps]
+        b8 = (16 * t[:, :, 0, :] + t[:, :, 1, :] + 8).astype(np.int8)
+        words = np.frombuffer(np.ascontiguousarray(b8).tobytes(), "<i4").astype(np.int32)
+        ctx.packed4.add(w.id)
+        v["weights"] = pair_weights(ctx, v, words, what_w + ", 4-bit: per pair and 4 taps one "
+                                    "word, byte i = row 0 tap i << 4 | row 1 tap i",
+                                    "weights_int4")
+        v["w4"] = True
+        return v
     if v.get("shared"):   # as little-endian words: the kernel loads them with LDRD (word-aligned)
         words = np.frombuffer(np.ascontiguousarray(wdata, np.int8).tobytes(), "<i4").astype(np.int32)
         v["weights"] = pair_weights(ctx, v, words, what_w + ", 4 taps per word")
@@ -191,6 +222,30 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
     v["fbias"] = ctx.const(pad_to(fbias.astype(np.int32), (ocp,)), "int32_t", "bias_folded",
                            "bias with the input zero point folded in")
     return v
+
+
+def int4_conv_vars(ctx, x, w, b, y, act, what, out_c, k) -> dict:
+    """Constants of the portable CONV_2D over 4-bit weights (conv2d_s8.c.j2 with w4): the
+    weights packed as TFLite stores them ([out_c][k] rows, _int4.py), the bias with the input
+    zero point folded in, the requantization."""
+    bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
+    fbias = folded_bias(bias, w.data.reshape(out_c, k).astype(np.int64).sum(axis=1),
+                        -x.zero_point, what)
+    v = dict(dsp=False, kstride=k, in_off=-x.zero_point, zp_in=x.zero_point, w4=True,
+             weights=packed_weights(ctx, w),
+             fbias=ctx.const(fbias.astype(np.int32), "int32_t", "bias_folded",
+                             "bias with the input zero point folded in"))
+    v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
+    return v
+
+
+def w4_sums_fit(fbias, wflat, bound, ocp: int) -> bool:
+    """Whether eerie_conv_pair_s4's registers stay in int32 (helpers/gemm_dsp.c.j2): row 0's
+    16 x (bias + sum), row 1's 16 b0 + b1 + sum of x (16 w0 + w1 + 8) with |x| <= 128."""
+    b = pad_to(np.asarray(fbias, np.int64), (ocp,)).reshape(-1, 2)
+    w = pad_to(np.asarray(wflat, np.int64), (ocp, wflat.shape[1])).reshape(-1, 2, wflat.shape[1])
+    row1 = np.abs(16 * b[:, 0] + b[:, 1]) + 128 * np.abs(16 * w[:, 0] + w[:, 1] + 8).sum(axis=1)
+    return 16 * int(np.max(bound, initial=0)) < 2 ** 31 and int(row1.max(initial=0)) < 2 ** 31
 
 
 def conv_choice(v: dict) -> str:
@@ -204,7 +259,7 @@ def conv_choice(v: dict) -> str:
     return ""
 
 
-def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowered:
+def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None, w4=False) -> Lowered:
     """CONV_2D on RISC-V (conv2d_s8_rv.c.j2); with `residual` (CONV_2D_ADD's constants, its
     v carrying xin) the fused ADD runs on each pair of pixels' outputs in scratch."""
     out_c, kh, kw, in_c = w.shape
@@ -215,14 +270,45 @@ def lower_conv2d_rv(ctx, x, w, b, y, win, act, what, v, residual=None) -> Lowere
     if w.quant.per_channel and len(w.quant.scale) != out_c:
         raise EerieError(f"{what}: {len(w.quant.scale)} weight scales for {out_c} output channels")
     mult, shift = per_channel_multipliers(x, w, y, out_c)
-    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label)))
+    v.update(gemm_vars(ctx, wflat, fbias, mult, shift, y, act, c_comment(w.label), w4=w4))
+    if w4:
+        ctx.packed4.add(w.id)
     # a 1x1 window never overlaps the padding (TFLite pads 1x1 by 0): read pixels in place
     v.update(zp_in=x.zero_point, direct=kh == kw == 1 and win.pad_t == win.pad_l == 0)
     body = render("kernels/conv2d_s8_rv.c.j2", residual=residual, **v)
     scratch = (0 if v["direct"] else 2 * k) + (2 * out_c if residual else 0)
-    return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers={"requant", "gemm_rv"},
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                   helpers={"requant", "gemm_rv"} | ({"gemm_rv_s4"} if w4 else set()),
+                   scratch_bytes=scratch, macs=v["batches"] * win.out_h * win.out_w * out_c * k,
+                   choice=v.get("w4_choice", ""))
+
+
+def lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) -> Lowered | None:
+    """CONV_2D with 4-bit weights on the DSP targets: the shared pair kernel over nibble
+    words (eerie_conv_pair_s4, helpers/gemm_dsp_s4.c.j2), or None when it does not apply."""
+    batches, in_h, in_w, in_c = x.shape
+    out_c, kh, kw = w.shape[:3]
+    direct = kh == 1 and kw == 1 and in_c % 4 == 0
+    cols = column_vars(win, in_h, in_w, in_c) if not direct else None
+    cp = ctx.checkpoint()
+    packed = set(ctx.packed4)
+    d = int8_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c,
+                       perm=cols["perm"] if cols else None, w4=True)
+    if not d.get("w4"):
+        ctx.rollback(cp)
+        ctx.packed4 = packed
+        return None
+    v = dict(v, **d, direct=direct)
+    if cols:
+        v["cols"] = cols
+    body = render("kernels/conv2d_s8.c.j2", **v)
+    scratch = dsp_conv_scratch(v)
+    inplace = pointwise_inplace(win, in_h, in_w, in_c, out_c) if direct else False
+    return Lowered(body=body, inputs=[x.id], outputs=[y.id],
+                   helpers=dsp_conv_helpers(v) | (set() if v.get("unrolled") else {"gemm_dsp_s4"}),
                    scratch_bytes=scratch,
-                   macs=v["batches"] * win.out_h * win.out_w * out_c * k)
+                   macs=batches * win.out_h * win.out_w * out_c * kh * kw * in_c, inplace=inplace,
+                   choice=int4_choice(op, "eerie_conv_pair_s4"))
 
 
 @kernel("CONV_2D", dtypes=("int8", "float32"))
@@ -240,6 +326,19 @@ def lower_conv2d(op, g, ctx):
         v["act_min"], v["act_max"] = activation_range_float(act)
         body = render("kernels/conv2d_f32.c.j2", **v)
         helpers = {"fma_f32"}
+    elif w.int4:   # 4-bit weights (_int4.py)
+        low = lower_conv2d_dsp4(op, ctx, x, w, b, y, win, act, what, v) \
+            if has_dsp(ctx.target) else None
+        if low is not None:
+            return low
+        if has_rv(ctx.target):    # RISC-V: the GEMM over nibble words (eerie_gemm_rv_s4)
+            return lower_conv2d_rv(ctx, x, w, b, y, win, act, what,
+                                   dict(v, w4_choice=int4_choice(op, "eerie_gemm_rv_s4")), w4=True)
+        # elsewhere (or where the DSP kernel does not apply) the portable kernel reading them
+        v.update(int4_conv_vars(ctx, x, w, b, y, act, what, out_c, kh * kw * in_c),
+                 size_why=int4_choice(op))
+        body = render("kernels/conv2d_s8.c.j2", **v)
+        helpers = {"requant", "int4"}
     else:
         sized = None
         if has_mve(ctx.target) and ctx.optimize == "size":

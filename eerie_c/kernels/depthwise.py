@@ -25,6 +25,7 @@ from ._conv_rules import folded_bias, ring_inplace
 from ._depthwise_s2 import s2_vars
 from ._dw_pairs import pairs_ok, pairs_table, pairs_vars
 from ._f32 import depthwise_vars as depthwise_f32_vars
+from ._int4 import choice as int4_choice, packed_weights
 from ._rv import has_rv
 from ._rv_dw import dw_rv_vars
 from .conv import conv_operands, int8_requant_vars
@@ -127,18 +128,19 @@ def lower_depthwise_conv2d(op, g, ctx):
         in_off = -x.zero_point
         bias = b.data.astype(np.int64).reshape(-1) if b is not None else np.zeros(out_c, np.int64)
         wk = w.data.reshape(kh * kw, out_c)
-        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+        fast_ok = not w.int4   # 4-bit weights: the portable kernel reading them packed
+        if fast_ok and has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_depthwise_mve(op, g, ctx, x, w, b, y, win, act, what)
             if low is not None:
                 return low
-        if has_rv(ctx.target):    # RISC-V: weights in registers, borders unrolled (_rv_dw.py)
+        if fast_ok and has_rv(ctx.target):    # RISC-V: weights in registers, borders unrolled (_rv_dw.py)
             rv = dw_rv_vars(ctx, x, w, b, y, win, in_h, in_w, act, what, c_comment(w.label))
             if rv is not None:
                 v.update(rv)
                 return Lowered(body=render("kernels/depthwise_s8_rv.c.j2", **v), inputs=[x.id],
                                outputs=[y.id], helpers={"requant", "gemm_rv"},
                                macs=batches * win.out_h * win.out_w * out_c * kh * kw)
-        dsp = has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
+        dsp = fast_ok and has_dsp(ctx.target) and mult == 1 and in_c % 4 == 0 and kh * kw <= 25
         v.update(dsp=dsp, in_off=in_off, fast=False, lag=-1, rows=False)
         # 3x3 stride 2 on the DSP cores: its own kernel when it applies (_depthwise_s2.py)
         s2 = dsp and ctx.optimize != "size" and s2_vars(ctx, x, w, y, wk, bias, win, act, what)
@@ -179,7 +181,8 @@ def lower_depthwise_conv2d(op, g, ctx):
                 v["lag"] = win.pad_t
                 scratch = (win.pad_t + 1) * in_w * in_c
         else:
-            v["weights"] = ctx.tensor_const(w, "weights")
+            v["weights"] = packed_weights(ctx, w) if w.int4 else ctx.tensor_const(w, "weights")
+            v["w4"] = w.int4
             if win.has_interior:
                 v["fbias"] = ctx.const(folded_bias(bias, wk.astype(np.int64).sum(axis=0), in_off, what),
                                        "int32_t", "bias_folded", "bias with the input zero point folded in")
@@ -187,7 +190,7 @@ def lower_depthwise_conv2d(op, g, ctx):
                 v["bias"] = ctx.tensor_const(b, "bias") if b is not None else None
             v.update(int8_requant_vars(ctx, x, w, y, out_c, act, what))
         body = render("kernels/depthwise_s8.c.j2", **v)
-        helpers = ({"requant", "dsp"} | pair_helpers) if dsp else {"requant"}
+        helpers = ({"requant", "dsp"} | pair_helpers) if dsp else {"requant"} | ({"int4"} if w.int4 else set())
         if v.get("rq_meta"):      # --optimize size: the table goes after the kernel's scratch
             offset = (scratch + 3) // 4 * 4
             pre, extra = dw_size_preamble(v, offset)
@@ -202,4 +205,5 @@ def lower_depthwise_conv2d(op, g, ctx):
                and ctx.optimize != "size")
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, scratch_bytes=scratch,
                    macs=batches * win.out_h * win.out_w * out_c * kh * kw, inplace=inplace,
-                   choice=v.get("size_why", ""), noinline=bool(strided))
+                   choice=int4_choice(op) if w.int4 else v.get("size_why", ""),
+                   noinline=bool(strided))

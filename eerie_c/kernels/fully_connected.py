@@ -19,6 +19,7 @@ from ._quant import activation_range_float, activation_range_int, per_channel_mu
 from ._f32 import fc_vars as fc_f32_vars
 from ._fc_formats import choose, encode_s8
 from ._fc_runtime import lower_fc_runtime
+from ._int4 import choice as int4_choice, packed_weights
 from ._mve import has_mve, lower_fc_mve
 from ._rv import gemm_vars, has_rv
 
@@ -124,12 +125,14 @@ def lower_fully_connected(op, g, ctx):
                              f"zero point are not supported")
         folded = bias - x.zero_point * wdata.sum(axis=1)
         mult, shift = per_channel_multipliers(x, w, y, units)
-        if has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
+        # 4-bit weights (_int4.py): the portable kernel reading them packed
+        fast_ok = not w.int4 and op.attrs.get("rounding") != "single"
+        if fast_ok and has_mve(ctx.target):   # cortex-m55: Helium kernel (_mve.py) when it applies
             low = lower_fc_mve(op, g, ctx, x, w, y, act, wdata, folded, mult, shift,
                                batches, units, depth)
             if low is not None:
                 return low
-        if has_dsp(ctx.target) and batches * units * depth > 0:
+        if fast_ok and has_dsp(ctx.target) and batches * units * depth > 0:
             dsp = dsp_fc(ctx, x, w, y, act, wdata, folded, mult, shift, batches, units, depth)
             if dsp is not None:
                 body = render("kernels/fully_connected_s8_dsp.c.j2", **dsp, main=dsp)
@@ -141,7 +144,7 @@ def lower_fully_connected(op, g, ctx):
                                | ({"dsp_fc_fix"} if any("fix" in p for p in fmts) else set()),
                                scratch_bytes=dsp["scratch"],
                                macs=batches * units * depth, choice=dsp["choice"])
-        if (has_rv(ctx.target) and batches * units * depth > 0
+        if (fast_ok and has_rv(ctx.target) and batches * units * depth > 0
                 and np.abs(folded).max(initial=0) < 2 ** 31):   # RISC-V: GEMM of _rv.py
             rv = gemm_vars(ctx, wdata, folded, mult, shift, y, act, c_comment(w.label))
             body = render("kernels/fully_connected_s8_rv.c.j2", batches=batches, **rv)
@@ -149,7 +152,10 @@ def lower_fully_connected(op, g, ctx):
                            macs=batches * units * depth)
         per_channel = w.quant.per_channel
         ctx_vars.update(
-            weights=ctx.tensor_const(w, "weights"),
+            weights=packed_weights(ctx, w) if w.int4 else ctx.tensor_const(w, "weights"),
+            w4=w.int4,
+            # LiteRT's single rounding (a TFLite INT4 layer, whose reference is LiteRT's)
+            single=op.attrs.get("rounding") == "single",
             bias=ctx.const(folded.astype(np.int32), "int32_t", "bias",
                            "bias with the input zero point folded in"),
             mult=ctx.const(mult, "int32_t", "multiplier") if per_channel else int(mult[0]),
@@ -157,6 +163,6 @@ def lower_fully_connected(op, g, ctx):
             per_channel=per_channel, out_zp=y.zero_point)
         ctx_vars["act_min"], ctx_vars["act_max"] = activation_range_int(act, y)
         body = render("kernels/fully_connected_s8.c.j2", **ctx_vars)
-        helpers = {"requant"}
+        helpers = {"requant", "int4"} if w.int4 else {"requant"}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers,
-                   macs=batches * units * depth)
+                   macs=batches * units * depth, choice=int4_choice(op) if w.int4 else "")

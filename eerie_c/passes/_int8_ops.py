@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Op, Quant, Tensor
+from ..kernels._int4 import INT4_OPS
 
 # Activations an int8 op applies as its fused clamp (TFLite's fused_activation_function).
 ACTIVATIONS = {"RELU", "RELU6", "RELU_N1_TO_1"}
@@ -251,9 +252,12 @@ class Folder:
         found = self.int8_weights(w, axis)
         if found is None:
             return None
-        q, wq = found
+        q, wq, bits4 = found
         ins = list(ins)
         ins[wi] = self.fresh(w.id, w.shape, "int8", wq, q, label=w.label)
+        # a weight observer with a 4-bit range (quant_min >= -8, quant_max <= 7): 4-bit
+        # weights, packed two per byte by the kernels that read them (kernels/_int4.py)
+        g.tensors[ins[wi]].int4 = bits4 and op.kind in INT4_OPS
         if bi < len(ins) and ins[bi] is not None:
             b = g.t(ins[bi])
             if not b.is_const or b.dtype != "float32":
@@ -269,8 +273,9 @@ class Folder:
         return ins
 
     def int8_weights(self, w: Tensor, axis: int):
-        """(int8 data, Quant) that dequantize exactly to the float weights, using the scales
-        of the program's dequantized constants (Graph.quant_hints)."""
+        """(int8 data, Quant, whether the observer's range was 4-bit) that dequantize exactly
+        to the float weights, using the scales of the program's dequantized constants
+        (Graph.quant_hints)."""
         c = w.shape[axis]
         shape = [1] * len(w.shape)
         shape[axis] = c
@@ -292,7 +297,7 @@ class Folder:
                 if np.array_equal(back.astype(np.float32), w.data):
                     ch = np.broadcast_to(s.astype(np.float32), (c,)) if s.size == 1 else s
                     quant = _quant(ch, np.zeros(c), axis) if s.size > 1 else _quant(s, [0], 0)
-                    return qv.astype(np.int8), quant
+                    return qv.astype(np.int8), quant, -8 <= qmin and qmax <= 7
         return self.refuse("its weights are not the dequantization of int8 weights "
                            "(the quantizer left them in float)")
 

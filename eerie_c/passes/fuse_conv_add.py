@@ -13,7 +13,7 @@ live tensor: the block's input (r), the first convolution's output (x) and the s
 Conditions (anything else is left alone):
   * the ADD is int8 with per-tensor quantization, both operands activations of the output's
     shape (no broadcasting);
-  * the operand z comes from an int8 CONV_2D with constant weights, and z is read by that ADD
+  * the operand z comes from an int8 CONV_2D with constant int8 (not 4-bit) weights, and z is read by that ADD
     only and is not a graph output;
   * the other operand r is defined before the convolution (a graph input or an earlier op's
     output), so the fused op may run where the convolution ran; when both operands qualify,
@@ -43,7 +43,9 @@ def _conv_candidate(g: Graph, pos: dict[int, int], add: Op, k: int, order: bool 
     if len(conv.inputs) < 2 or conv.inputs[0] is None or conv.inputs[1] is None:
         return None
     x, w = g.t(conv.inputs[0]), g.t(conv.inputs[1])
-    if x.dtype != "int8" or g.t(z).dtype != "int8" or not w.is_const or x.is_const or x.variable:
+    # (4-bit weights, Tensor.int4: the fused kernel does not read them; the conv keeps its own)
+    if x.dtype != "int8" or g.t(z).dtype != "int8" or not w.is_const or w.int4 or x.is_const \
+            or x.variable:
         return None
     if len(conv.inputs) > 2 and conv.inputs[2] is not None and not g.t(conv.inputs[2]).is_const:
         return None

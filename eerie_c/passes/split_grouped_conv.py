@@ -63,7 +63,8 @@ def _split(g: Graph, op, groups: int) -> list[Op]:
         lo, hi = k * og, (k + 1) * og
         wi = _fresh(g, f"{op.outputs[0]}_group{k}_w")
         g.tensors[wi] = Tensor(wi, (og,) + tuple(w.shape[1:]), w.dtype, f"{w.label} group {k}",
-                               quant=_slice_quant(w.quant, lo, hi), data=w.data[lo:hi].copy())
+                               quant=_slice_quant(w.quant, lo, hi), data=w.data[lo:hi].copy(),
+                               int4=w.int4)
         bi = None
         if b is not None:
             bi = _fresh(g, f"{op.outputs[0]}_group{k}_b")

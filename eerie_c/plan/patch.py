@@ -144,6 +144,8 @@ def layer_of(op, g) -> Layer | None:
     x, w, y = g.t(op.inputs[xi]), g.t(op.inputs[xi + 1]), g.t(op.outputs[0])
     if x.dtype != "int8" or y.dtype != "int8" or w.dtype != "int8" or not w.is_const:
         return None
+    if w.int4:   # 4-bit weights: their own kernels (kernels/_int4.py), not the patch stage's
+        return None
     if xi and ("conv_output" not in op.attrs or g.t(op.inputs[0]).dtype != "int8"
                or tuple(g.t(op.inputs[0]).shape) != tuple(y.shape)):
         return None

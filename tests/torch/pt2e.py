@@ -17,11 +17,14 @@ import torch
 QUANTIZERS = ("xnnpack", "cortex_m")
 
 
-def quantizer(name: str, per_channel: bool = True):
+def quantizer(name: str, per_channel: bool = True, weight_bits: int = 8):
+    """weight_bits 4: the XNNPACK-style config with a 4-bit weight observer ([-8, 7])."""
     if name == "xnnpack":
         from torchao.testing.pt2e._xnnpack_quantizer import (XNNPACKQuantizer,
                                                               get_symmetric_quantization_config)
-        return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=per_channel))
+        bounds = dict(weight_qmin=-8, weight_qmax=7) if weight_bits == 4 else {}
+        return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(
+            is_per_channel=per_channel, **bounds))
     if name == "cortex_m":
         from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
         return CortexMQuantizer()
@@ -29,7 +32,7 @@ def quantizer(name: str, per_channel: bool = True):
 
 
 def quantize(m: torch.nn.Module, x: torch.Tensor, name: str = "xnnpack", calib: int = 16,
-             per_channel: bool = True, seed: int = 0):
+             per_channel: bool = True, seed: int = 0, weight_bits: int = 8):
     """(converted module, example input): export, prepare_pt2e, calibrate on `calib` random
     inputs shaped like x (plus x itself), convert_pt2e."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -41,7 +44,7 @@ def quantize(m: torch.nn.Module, x: torch.Tensor, name: str = "xnnpack", calib: 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ep = torch.export.export(m, (x,))
-        pm = prepare_pt2e(ep.module(check_guards=False), quantizer(name, per_channel))
+        pm = prepare_pt2e(ep.module(check_guards=False), quantizer(name, per_channel, weight_bits))
         for _ in range(calib):
             pm(torch.randn(x.shape, generator=g))
         pm(x)

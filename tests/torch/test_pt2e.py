@@ -275,3 +275,22 @@ def test_input_is_quantized_before_it_moves():
     xs = random_inputs(ex.shape, 4, 10)
     outs, _ = eerie_c.run(cm, [xs], example_args=(ex,))
     assert_contract(outs[0], eager(cm, xs), output_step(res.graph))
+
+
+def test_4bit_weight_observer_packs_weights(tmp_path):
+    """A weight observer with quant_min -8, quant_max 7 (the XNNPACK-style config's bounds):
+    the convolutions' and the linear layer's weights are 4-bit, two per byte in the C, and the
+    outputs keep the contract against the converted program (per-channel weights; per-tensor
+    4-bit weights are the same kernels, tests/ops/test_int4.py)."""
+    import re
+    m, x = build("ds_cnn")
+    cm, ex = quantize(m, x, "xnnpack", weight_bits=4)
+    res = eerie_c.compile(cm, (ex,), target="cortex-m4")
+    heavy = [op for op in res.graph.ops if op.kind in HEAVY]
+    assert heavy and all(res.graph.t(op.inputs[1]).int4 for op in heavy), \
+        [(op.kind, res.graph.t(op.inputs[1]).int4) for op in heavy]
+    code = next(v for k, v in res.files.items() if k.endswith(".c"))
+    assert len(re.findall(r"\w+_weights_int4\w*\[", code)) == len(heavy)
+    xs = random_inputs(x.shape, 6, 3)
+    outs, _ = eerie_c.run(cm, [xs], example_args=(ex,))
+    assert_contract(outs[0], eager(cm, xs), output_step(res.graph), classifier=True)
