@@ -66,7 +66,7 @@ GEOMETRIES = [
     ((1, 8, 9, 4), 1, (3, 3), (2, 1), "VALID", (1, 1)),
     ((1, 7, 9, 3), 2, (3, 3), (1, 1), "SAME", (1, 1)),
     ((1, 7, 9, 3), 2, (3, 3), (2, 2), "VALID", (1, 1)),
-    ((1, 6, 7, 1), 8, (3, 3), (1, 1), "SAME", (1, 1)),    # in_c 1, multiplier 8
+    ((1, 6, 7, 2), 8, (3, 3), (1, 1), "SAME", (1, 1)),    # multiplier 8 (in_c 1 runs as a CONV_2D: test_depthwise_as_conv.py)
     ((1, 7, 9, 3), 1, (2, 4), (1, 1), "SAME", (1, 1)),    # even kernel: asymmetric padding
     ((1, 9, 7, 2), 2, (4, 2), (2, 2), "SAME", (1, 1)),    # odd total padding with stride 2
     ((1, 10, 11, 4), 1, (3, 3), (1, 1), "SAME", (2, 2)),  # dilation 2
