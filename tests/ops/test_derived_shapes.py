@@ -5,25 +5,13 @@ its batch-1 placeholder shapes between the pair. The reference is LiteRT's refer
 (TFLM trusts the stored shapes and is wrong here; the test shows that too)."""
 import numpy as np
 import pytest
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from conftest import assert_float_close, eerie_run, random_inputs, tflm_run
 from eerie_c.errors import EerieError
+from int4_models import litert_run  # one inference per record on LiteRT's reference kernels
 from tflite_builder import ACT, PAD, ModelBuilder
 
 QX, QY = dict(scale=0.05, zero_point=-3), dict(scale=0.2, zero_point=5)
-
-
-def litert_run(model: bytes, xs: np.ndarray) -> np.ndarray:
-    it = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    outs = []
-    for x in xs:
-        it.set_tensor(inp, x)
-        it.invoke()
-        outs.append(it.get_tensor(out).copy())
-    return np.stack(outs)
 
 
 def dilated_conv1d(dtype, length, c_in, c_out, k, d, padding="VALID", stored_batch=1, act="RELU",
