@@ -17,6 +17,41 @@ import torch
 QUANTIZERS = ("xnnpack", "cortex_m")
 
 
+def _memoize_pattern_exports() -> None:
+    """torchao's convert_pt2e, for any program with a BatchNorm left in it, exports 96 small
+    conv-bn pattern functions with torch.export (0.5-1 s each) to look for QAT conv-bn pairs,
+    and does it again for the next program. The export of a pattern depends only on the
+    pattern's code, its closure and its inputs' shapes, so one export per key serves them all
+    (a copy each time: the matcher must not see a graph another call changed). It takes a
+    BatchNorm program's conversion from ~70 s to ~1 s; what convert_pt2e returns is unchanged."""
+    import copy
+    from torchao.quantization.pt2e import qat_utils
+
+    export = qat_utils._get_aten_graph_module_for_pattern
+    if getattr(export, "memoized", False):
+        return
+    cache: dict = {}
+
+    def shape_of(v):
+        return (tuple(v.shape), v.dtype, v.device.type) if isinstance(v, torch.Tensor) else v
+
+    def memoized(pattern, example_inputs, is_cuda=False, **kwargs):
+        fn = getattr(pattern, "fn", pattern)          # torchao wraps each in a WrapperModule
+        try:
+            key = (fn.__code__, tuple(c.cell_contents for c in fn.__closure__ or ()),
+                   tuple(shape_of(v) for v in example_inputs), is_cuda,
+                   tuple(sorted((k, shape_of(v)) for k, v in kwargs.items())))
+            hash(key)
+        except (AttributeError, TypeError, ValueError):
+            return export(pattern, example_inputs, is_cuda, **kwargs)
+        if key not in cache:
+            cache[key] = export(pattern, example_inputs, is_cuda, **kwargs)
+        return copy.deepcopy(cache[key])
+
+    memoized.memoized = True
+    qat_utils._get_aten_graph_module_for_pattern = memoized
+
+
 def quantizer(name: str, per_channel: bool = True, weight_bits: int = 8):
     """weight_bits 4: the XNNPACK-style config with a 4-bit weight observer ([-8, 7])."""
     if name == "xnnpack":
@@ -36,6 +71,7 @@ def quantize(m: torch.nn.Module, x: torch.Tensor, name: str = "xnnpack", calib: 
     """(converted module, example input): export, prepare_pt2e, calibrate on `calib` random
     inputs shaped like x (plus x itself), convert_pt2e."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    _memoize_pattern_exports()
     m = m.eval()
     if name == "cortex_m" and x.dim() == 4:
         m = m.to(memory_format=torch.channels_last)
