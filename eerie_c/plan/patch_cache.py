@@ -77,10 +77,9 @@ def _ready(lay: Layer, have: int) -> int:
     once the input is complete); -1 for none."""
     if have >= lay.in_h - 1:
         return lay.out_h - 1
-    y = -1
-    while y + 1 < lay.out_h and _reads(lay, y + 1, 1)[1] <= have:
-        y += 1
-    return y
+    # Below the last input row the clip of _reads' last row never applies, and that row grows
+    # with y: the answer is the largest y with y * sh - pad_t + (kh - 1) * dh <= have.
+    return max(-1, min(lay.out_h - 1, (have + lay.pad_t - (lay.kh - 1) * lay.dh) // lay.sh))
 
 
 def make_cached_plan(ops, layers: list[Layer], bands: int, kernel_scratch=None) -> PatchPlan | None:
