@@ -1,6 +1,7 @@
 """Shared test fixtures: the TFLM reference oracle and a compile-build-run helper."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -39,6 +40,15 @@ def tflm_run(model: bytes | Path, inputs: list[np.ndarray], arena: int = 2_000_0
         it.invoke()
         outs.append([it.get_output(k).copy() for k in range(n_out)])
     return [np.stack([o[k] for o in outs]) for k in range(len(outs[0]))]
+
+
+@functools.lru_cache(maxsize=None)
+def input_specs(model: Path) -> tuple[dict, ...]:
+    """The model's inputs as report["inputs"] lists them ({"shape", "dtype"}), read from the
+    file (the frontend's load alone), not from a whole compile."""
+    from eerie_c.frontend import load_model
+    g = load_model(Path(model))
+    return tuple({"shape": list(g.t(t).shape) or [1], "dtype": g.t(t).dtype} for t in g.inputs)
 
 
 def eerie_run(model: bytes | Path, inputs: list[np.ndarray], tmp_path: Path, name: str = "m", **kw):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MODELS, assert_invoke_stack_within_bound, random_inputs, require_board_tools, tflm_run
+from conftest import MODELS, assert_invoke_stack_within_bound, input_specs, random_inputs, require_board_tools, tflm_run
 from eerie_c.api import compile_model, run_model
 from eerie_c.cli import main as cli_main
 from eerie_c.resources import resource_dir
@@ -59,7 +59,7 @@ def _param(m, b):
 @functools.lru_cache(maxsize=None)
 def _inputs_and_reference(model: str):
     path = MODELS / f"{model}.tflite"
-    spec = compile_model(path).report["inputs"]
+    spec = input_specs(path)
     xs = [random_inputs(s["shape"], s["dtype"], N_INPUTS, seed=7 + k) for k, s in enumerate(spec)]
     return path, xs, tflm_run(path, xs)
 

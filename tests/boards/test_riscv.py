@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import MODELS, assert_invoke_stack_within_bound, random_inputs, require_tools, tflm_run
+from conftest import MODELS, assert_invoke_stack_within_bound, input_specs, random_inputs, require_tools, tflm_run
 from eerie_c.api import compile_model, run_model
 from eerie_c.cli import main as cli_main
 from eerie_c.resources import resource_dir
@@ -81,7 +81,7 @@ def test_board_is_listed_and_takes_only_riscv_targets(riscv_tools, capsys, tmp_p
 @functools.lru_cache(maxsize=None)
 def _inputs_and_reference(model: str):
     path = MODELS / f"{model}.tflite"
-    spec = compile_model(path).report["inputs"]
+    spec = input_specs(path)
     xs = [random_inputs(s["shape"], s["dtype"], N_INPUTS, seed=7 + k) for k, s in enumerate(spec)]
     return path, xs, tflm_run(path, xs)
 

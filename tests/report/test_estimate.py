@@ -5,7 +5,7 @@ report.md can keep for models the fit has not seen)."""
 import numpy as np
 import pytest
 
-from conftest import require_board_tools
+from conftest import input_specs, require_board_tools
 from eerie_c.api import run_model
 from eerie_c.estimate import estimate_op
 
@@ -15,8 +15,7 @@ from eerie_c.estimate import estimate_op
 def test_estimate_within_2x_of_qemu(models_dir, model, board):
     require_board_tools(board)
     path = models_dir / f"{model}.tflite"
-    from eerie_c.api import compile_model
-    spec = compile_model(path, target="cortex-m4").report["inputs"][0]
+    spec = input_specs(path)[0]
     x = np.random.default_rng(0).integers(-128, 128, size=(1, *spec["shape"]), dtype=np.int8)
     _, r = run_model(path, [x], board=board)
     est = [op["est_instructions"] for op in r["ops"]]
