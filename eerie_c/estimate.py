@@ -132,6 +132,13 @@ PAD_COSTS = {("dsp", False): (0, 0.5, 0.45, 150), ("mve", False): (0, 0.5, 0.45,
 for _key, _cost in PAD_COSTS.items():
     for _kind in ("PAD", "PADV2"):
         COSTS[_key].setdefault(_kind, _cost)
+# int8 UNIDIRECTIONAL_SEQUENCE_LSTM (kernels/lstm.py): per MAC and per output element (one
+# unit of one step: four gate epilogues and the cell update), fitted on TFLM's mnist LSTM and
+# micro_speech LSTM (QEMU -icount shift=0, 2026-11-29): the DSP gate products on the M4 and
+# M55, the portable loops on the M3.
+for _key, _cost in {("dsp", False): (1.80, 635, 0, 150), ("mve", False): (1.80, 635, 0, 150),
+                    ("v7m", False): (6.72, 674, 0, 150)}.items():
+    COSTS[_key]["UNIDIRECTIONAL_SEQUENCE_LSTM"] = _cost
 
 
 # The patch stage per layer kind on DSP / Helium cores (the same per-tile C): a fixed cost per

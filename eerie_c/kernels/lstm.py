@@ -32,6 +32,8 @@ from ..templating import render
 from ..templating import c_float
 from ..errors import EerieError
 from . import Lowered, kernel
+from ._dsp import has_dsp
+from ._fc_formats import encode_s8
 from ._quant import quantize_multiplier
 
 GATES = (2, 1, 3, 4)   # TFLite input index of the input weights of forget, input, cell, output
@@ -83,7 +85,7 @@ def lower_lstm(op, g, ctx):
         _fail(op, "negative cell_clip")
     v = dict(batches=batches, steps=steps, depth=depth, units=units, time_major=time_major,
              float=x.dtype == "float32", act_ctype=x.ctype, w_ctype=w_in[0].ctype,
-             cell_identity=act == "SIGMOID")
+             cell_identity=act == "SIGMOID", dsp=False)
     w_in_data = np.concatenate([t.data.reshape(-1) for t in w_in])
     w_rec_data = np.concatenate([t.data.reshape(-1) for t in w_rec])
     if x.dtype == "float32":
@@ -96,14 +98,34 @@ def lower_lstm(op, g, ctx):
                  cell_clip=c_float(clip) if clip > 0 else None)
         scratch, helpers = 4 * units * 4, set()
     else:
-        _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_data, clip)
         scratch, helpers = 4 * units * 2, {"requant", "lstm_act16"}
         if x.dtype == "int16":
             helpers.add("requant64")
+        elif has_dsp(ctx.target) and w_in[0].dtype == "int8" and w_rec[0].dtype == "int8":
+            scratch += _dsp_gates(v, ctx, w_in_data, w_rec_data, depth, units)
+            helpers |= {"dsp", "lstm_dsp"}
+        _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_data, clip)
     body = render("kernels/lstm.c.j2", **v)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], updates=[h.id, c.id],
                    helpers=helpers, scratch_bytes=scratch,
                    macs=batches * steps * 4 * units * (depth + units))
+
+
+def _dsp_gates(v: dict, ctx, w_in_data, w_rec_data, depth: int, units: int) -> int:
+    """The DSP cores' gate products (helpers/lstm_dsp.c.j2): both weight matrices (all four
+    gates' rows, 4 * units of them) in FULLY_CONNECTED's word layout (_fc_formats.encode_s8),
+    in place of the row-major int8 arrays. The input and hidden rows are read a word at a
+    time, so a row whose length is not a multiple of 4 is first copied into zero-padded
+    scratch; returns those scratch bytes."""
+    enc_in = encode_s8(w_in_data.reshape(4 * units, depth))
+    enc_rec = encode_s8(w_rec_data.reshape(4 * units, units))
+    dp, up = enc_in["dp"], enc_rec["dp"]
+    v.update(dsp=True, dp=dp, up=up, pad_x=dp != depth, pad_h=up != units,
+             w_in4=ctx.const(enc_in["weights"], "int32_t", "input_weights",
+                             "forget, input, cell, output; 4 rows x 4 inputs per group of words"),
+             w_rec4=ctx.const(enc_rec["weights"], "int32_t", "recurrent_weights",
+                              "forget, input, cell, output; 4 rows x 4 inputs per group of words"))
+    return (dp if dp != depth else 0) + (up if up != units else 0)
 
 
 def _q15(m: int, s: int) -> tuple[int, int]:
@@ -164,9 +186,10 @@ def _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_dat
         m_in, s_in = [m for m, _ in q_in], [t for _, t in q_in]
         m_rec, s_rec = [m for m, _ in q_rec], [t for _, t in q_rec]
     v.update(wide=wide, h_lo=-32768 if wide else -128, h_hi=32767 if wide else 127)
-    v.update(w_in=ctx.const(w_in_data, "int8_t", "input_weights", "forget, input, cell, output"),
-             w_rec=ctx.const(w_rec_data, "int8_t", "recurrent_weights", "forget, input, cell, output"),
-             bias=ctx.const(folded.astype(np.int64 if wide else np.int32),
+    if not v["dsp"]:   # the DSP kernel reads its own layout of the same weights (_dsp_gates)
+        v.update(w_in=ctx.const(w_in_data, "int8_t", "input_weights", "forget, input, cell, output"),
+                 w_rec=ctx.const(w_rec_data, "int8_t", "recurrent_weights", "forget, input, cell, output"))
+    v.update(bias=ctx.const(folded.astype(np.int64 if wide else np.int32),
                             "int64_t" if wide else "int32_t", "bias",
                             "gate biases with the input zero point folded in"),
              rec_fold=None if wide else ctx.const(rec_fold.astype(np.int32), "int32_t", "hidden_zp_fold",
