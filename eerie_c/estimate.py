@@ -136,7 +136,7 @@ for _key, _cost in PAD_COSTS.items():
 # unit of one step: four gate epilogues and the cell update), fitted on TFLM's mnist LSTM and
 # micro_speech LSTM (QEMU -icount shift=0, 2026-11-29): the DSP gate products on the M4 and
 # M55, the portable loops on the M3.
-for _key, _cost in {("dsp", False): (1.80, 635, 0, 150), ("mve", False): (1.80, 635, 0, 150),
+for _key, _cost in {("dsp", False): (1.75, 450, 0, 150), ("mve", False): (1.75, 450, 0, 150),
                     ("v7m", False): (6.72, 674, 0, 150)}.items():
     COSTS[_key]["UNIDIRECTIONAL_SEQUENCE_LSTM"] = _cost
 

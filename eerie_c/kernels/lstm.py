@@ -128,6 +128,20 @@ def _dsp_gates(v: dict, ctx, w_in_data, w_rec_data, depth: int, units: int) -> i
     return (dp if dp != depth else 0) + (up if up != units else 0)
 
 
+def _fast_gate_params(mults, shifts, w_rows: np.ndarray, fold: np.ndarray, units: int):
+    """helpers/lstm_dsp.c.j2's eerie_lstm_rq parameters per gate ([4][5] int32), or None when
+    a gate's sums may leave its exact range: |sum| * 2^left < 2^30 for every row, the bound
+    being |folded bias| + 128 * sum |weights| (int8 inputs), and a non-negative multiplier."""
+    bound = np.abs(fold.astype(np.int64)) + 128 * np.abs(w_rows.astype(np.int64)).sum(axis=1)
+    q = []
+    for k, (m, s) in enumerate(zip(mults, shifts)):
+        left, right = max(int(s), 0), max(-int(s), 0)
+        if m < 0 or right > 31 or left > 29 or int(bound[k * units:(k + 1) * units].max()) << left >= 1 << 30:
+            return None
+        q.append([int(m), 1 << (left + 1), (1 << (right - 1)) if right else 0, -1 if right else 0, right])
+    return np.array(q, np.int32)
+
+
 def _q15(m: int, s: int) -> tuple[int, int]:
     """A Q31 multiplier and shift in the form of TFLM's 64-bit MultiplyByQuantizedMultiplier:
     the multiplier rounded to Q15 and the total right shift (helpers/requant64.c.j2)."""
@@ -185,7 +199,21 @@ def _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_dat
             _fail(op, "a gate's requantization scale is too large for TFLM's 64-bit path")
         m_in, s_in = [m for m, _ in q_in], [t for _, t in q_in]
         m_rec, s_rec = [m for m, _ in q_rec], [t for _, t in q_rec]
-    v.update(wide=wide, h_lo=-32768 if wide else -128, h_hi=32767 if wide else 127)
+    v.update(wide=wide, h_lo=-32768 if wide else -128, h_hi=32767 if wide else 127, fast_rq=False)
+    if v["dsp"]:   # the gate sums' requantization without 64-bit arithmetic, where exact
+        units = len(bias[0].data)
+        fq_in = _fast_gate_params(m_in, s_in, w_in_data.reshape(4 * units, -1), folded, units)
+        fq_rec = _fast_gate_params(m_rec, s_rec, w_rec_data.reshape(4 * units, -1), rec_fold, units)
+        v["fast_rq"] = fq_in is not None and fq_rec is not None
+        if v["fast_rq"]:
+            what = "per gate: multiplier, 2^(left+1), rounding, sign mask, right shift"
+            v.update(q_in=ctx.const(fq_in, "int32_t", "input_requant", what),
+                     q_rec=ctx.const(fq_rec, "int32_t", "recurrent_requant", what))
+    if not v["fast_rq"]:
+        v.update(m_in=ctx.const(np.array(m_in, np.int32), "int32_t", "input_multiplier"),
+                 s_in=ctx.const(np.array(s_in, np.int32), "int32_t", "input_shift"),
+                 m_rec=ctx.const(np.array(m_rec, np.int32), "int32_t", "recurrent_multiplier"),
+                 s_rec=ctx.const(np.array(s_rec, np.int32), "int32_t", "recurrent_shift"))
     if not v["dsp"]:   # the DSP kernel reads its own layout of the same weights (_dsp_gates)
         v.update(w_in=ctx.const(w_in_data, "int8_t", "input_weights", "forget, input, cell, output"),
                  w_rec=ctx.const(w_rec_data, "int8_t", "recurrent_weights", "forget, input, cell, output"))
@@ -194,9 +222,5 @@ def _int8_params(op, v, ctx, x, y, h, c, w_in, w_rec, bias, w_in_data, w_rec_dat
                             "gate biases with the input zero point folded in"),
              rec_fold=None if wide else ctx.const(rec_fold.astype(np.int32), "int32_t", "hidden_zp_fold",
                                                   "-hidden_zero_point * recurrent row sums"),
-             m_in=ctx.const(np.array(m_in, np.int32), "int32_t", "input_multiplier"),
-             s_in=ctx.const(np.array(s_in, np.int32), "int32_t", "input_shift"),
-             m_rec=ctx.const(np.array(m_rec, np.int32), "int32_t", "recurrent_multiplier"),
-             s_rec=ctx.const(np.array(s_rec, np.int32), "int32_t", "recurrent_shift"),
              m_fc=m_fc, s_fc=s_fc, m_ig=m_ig, s_ig=s_ig, m_h=m_h, s_h=s_h, h_zp=h.zero_point,
              tanh_mult=t_mult, tanh_shift=t_shift, cell_clip=qclip)

@@ -16,7 +16,7 @@ TANH, SIGMOID = 4, 6
 
 def lstm_model(dtype="float32", batch=1, steps=3, depth=4, units=5, time_major=False, clip=0.0,
                act=TANH, seed=0, in_q=(0.05, 3), h_q=(1 / 128, -2), cell_scale=2.0 ** -11,
-               w_scale=0.02):
+               w_scale=0.02, bias_range=3000):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     shape = [steps, batch, depth] if time_major else [batch, steps, depth]
@@ -36,7 +36,8 @@ def lstm_model(dtype="float32", batch=1, steps=3, depth=4, units=5, time_major=F
             return mb.const(rng.integers(-600000, 600000, units), "int64", scale=in_q[0] * w_scale,
                             zero_point=0)
         if q:
-            return mb.const(rng.integers(-3000, 3000, units), "int32", scale=in_q[0] * w_scale, zero_point=0)
+            return mb.const(rng.integers(-bias_range, bias_range, units), "int32", scale=in_q[0] * w_scale,
+                            zero_point=0)
         return mb.const(rng.standard_normal(units) * 0.3 + (1.0 if k == 1 else 0.0), "float32")
 
     w_in = [weights(units, depth, 0.5) for _ in range(4)]        # input, forget, cell, output
