@@ -187,7 +187,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                   f"    const int32_t *const r = {cname} + t * {width * n};"]
     else:   # --input-rows: one call per band, in0 the ring of input rows from image row base_row
         lines += ["/* row-band input: one call runs band tile_row; in0 is the ring, whose first row is",
-                  " * image row base_row (plan/patch_rows_proof.py: the ring holds the band's rows) */",
+                  " * image row base_row (patch/rows_proof.py: the ring holds the band's rows) */",
                   "{", f"    const int32_t *const r = {cname} + tile_row * {width * n};"]
     first = stage.layers[0]
     for k, lay in enumerate(stage.layers):
@@ -197,7 +197,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
         xin = "in0"
         lines.append(f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */")
         if cache is not None and k < n - 1:   # the rows kept from the previous band to the top
-            lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (plan/patch_cache.py) */",
+            lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (patch/cache.py) */",
                       f"            memmove({dst}, {dst} + r[{width * k + 4}], (size_t)r[{width * k + 5}]);",
                       "        }"]
         if skips[k] is not None:   # a fused ADD or a binary op: the skip input's pointer
