@@ -31,7 +31,7 @@ def patch_table(rows: list[dict]) -> str:
 
 
 def _grid(ch: dict) -> str:
-    """layers and grid, or steps for a stage with cached halos (plan/patch_cache.py)."""
+    """layers and grid, or steps for a stage with cached halos (patch/cache.py)."""
     if ch.get("halo") == "cached":
         return f"{ch['layers']}, {ch['tiles']} steps, halos cached"
     return f"{ch['layers']}, {ch['grid'][0]}x{ch['grid'][1]}"
@@ -141,11 +141,11 @@ The ring of input rows lives in the arena (the stage's scratch). Instructions ar
 NAME_input_rows calls only (the harness's file reads between them are not counted). `bound` is
 --max-recompute (the rows at the larger bound are bench/compare_tflm.py --rows-recompute).
 With the image pushed row by row the planner takes, for vww and the person detector, an 8-layer
-stage with cached halos (plan/patch_cache.py: through the second stride-2 depthwise, every
+stage with cached halos (patch/cache.py: through the second stride-2 depthwise, every
 output row computed once, the rows the next step reads again kept in each layer's buffer; "50
 steps": the first layer's 48 output rows one per step, then the last layers' rows): no extra
 MACs, a few percent more instructions (the moves and the calls). On the M4 the stride-1
-depthwise layers of those stages (vww and the person detector: both, at 20% and 110%) run their low-scratch kernel (no sign-extended rows in scratch; plan/patch_choice.py,
+depthwise layers of those stages (vww and the person detector: both, at 20% and 110%) run their low-scratch kernel (no sign-extended rows in scratch; patch/choice.py,
 named in report.md): a smaller scratch block for about 2.3 more instructions per MAC (estimate.py DEPTHWISE_CONV_2D_LOW), which is most
 of the M4 rows' growth (vww 1.02x -> 1.08x for 19,680 -> 15,360 B of arena). Without the whole image in the arena a cached stage's buffers (each layer's
 kernel height of rows, all live) beat a recomputing stage's two band buffers.
@@ -162,7 +162,7 @@ RAM = data + bss + measured stack high-water, as in results.md; instructions per
 arena while the model's estimated instructions grow by at most {pct:g}% (eerie-c --patch auto
 --max-recompute {pct:g}; est. ratio is that compile-time estimate, eerie_c/estimate.py) and
 the recomputed halos add at most {pct:g}% MACs ("halos cached": a stage of row steps that
-computes every row once, plan/patch_cache.py). A grid of N x 1 row bands runs each layer's own
+computes every row once, patch/cache.py). A grid of N x 1 row bands runs each layer's own
 kernel over the band (Helium on the M55, the DSP kernels on the M4; it also carries
 pretrainedResnet's first residual block, CONV_2D_ADD included); other grids run the per-tile C
 (SMLAD on DSP cores). The person detector is issue 19's MobileNet v1 0.25 at 96x96 grey (random

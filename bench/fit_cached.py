@@ -1,4 +1,4 @@
-"""bench/fit_patch_cost.py --cached: the costs of a stage with cached halos (plan/patch_cache.py)
+"""bench/fit_patch_cost.py --cached: the costs of a stage with cached halos (patch/cache.py)
 beyond its layers' own estimates, fitted on one board (eerie_c/estimate.py _bands):
 
 1. per layer of forced stages (bench/profile_stage.py, the stage's kernels and moves counted

@@ -52,7 +52,7 @@ STAGES = [("vww", 2, (4, 4)), ("vww", 4, (8, 8)), ("vww", 4, (2, 2)), ("vww", 5,
 
 # row-band stages for BAND_STEP: (model, layers, bands)
 BANDS = [("vww", 4, 12), ("vww", 4, 6), ("pd", 4, 12), ("pd", 3, 8), ("resnet", 3, 11)]
-# cached-halo stages (plan/patch_cache.py) for --cached: (model, layers, steps, low-scratch
+# cached-halo stages (patch/cache.py) for --cached: (model, layers, steps, low-scratch
 # layers); the fit uses CACHED, HELD_OUT only reports its estimate against its measurement
 CACHED = [("vww", 8, 48, ()), ("vww", 8, 48, (1, 5)), ("vww", 4, 24, ()), ("pd", 8, 48, ()),
           ("pd", 8, 48, (1, 5)), ("pd", 6, 16, ())]
@@ -158,7 +158,7 @@ def fit_stages(paths, board) -> None:
     from scipy.optimize import nnls
     from eerie_c.frontend import load_model   # the stage's features from the plan itself
     from eerie_c.passes import run_passes
-    from eerie_c.plan.patch import chain_prefix, make_plan
+    from eerie_c.patch.stage import chain_prefix, make_plan
     rows, ys, names = [], [], []
     for model, n, grid in STAGES:
         g = run_passes(load_model(str(paths[model])))

@@ -105,9 +105,9 @@ def parse_patch(text: str):
 
 
 def _forcing_low(low: frozenset):
-    """plan/patch_choice.make_cached_plan wrapped so that a forced stage runs `low`'s layers
+    """patch/choice.py make_cached_plan wrapped so that a forced stage runs `low`'s layers
     on their low-scratch kernel (the planner only switches them in --patch auto)."""
-    from eerie_c.plan import patch_choice
+    from eerie_c.patch import choice as patch_choice
     orig = patch_choice.make_cached_plan
 
     def make(*a, **kw):

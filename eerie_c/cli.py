@@ -98,7 +98,7 @@ def _loop_arg(p: argparse.ArgumentParser):
 
 
 def _patch_args(p: argparse.ArgumentParser):
-    from .pipeline import DEFAULT_PATCH, PATCH_MODES
+    from .patch import DEFAULT_PATCH, PATCH_MODES
     p.add_argument("--patch", choices=PATCH_MODES, default=DEFAULT_PATCH,
                    help="auto (default): run the first layers tile by tile (patch-based) when "
                         "that makes the arena smaller within --max-recompute; off: always "

@@ -26,7 +26,7 @@ only, so other float kernels in soft float are rough.
 int8 MAX_POOL_2D and AVERAGE_POOL_2D: from their kernels' own vector loads and stores
 (estimate_pools.py).
 
-PATCH_STAGE (plan/patch.py, the per-tile kernel of kernels/_patch.py, portable C with SMLAD on
+PATCH_STAGE (patch/stage.py, the per-tile kernel of patch/kernel.py, portable C with SMLAD on
 DSP cores and no Helium): instructions per MAC of the stage *as run*, halos included (its "macs"
 is the patched MAC count). Fitted on DSP and Helium cores alike (the same C): vww_96_int8's
 4-layer 8x8 stage measured 5,951,160 (M4) and 5,739,343 (M55) instructions for 1,716,320 patched
@@ -65,7 +65,7 @@ COSTS = {
     ("dsp", False): {"CONV_2D": (0.987, 12.6, 0, 0), "CONV_2D_ADD": (0.967, 0, 31.36, 0),
                      "DEPTHWISE_CONV_2D": (1.307, 0, 5.13, 8750), "FULLY_CONNECTED": (1.25, 15.2, 0, 150),
                      # a patch stage's low-scratch depthwise (the table kernel, no
-                     # sign-extended rows, plan/patch_choice.py): DEPTHWISE_CONV_2D's plus 2.29
+                     # sign-extended rows, patch/choice.py): DEPTHWISE_CONV_2D's plus 2.29
                      # per MAC, fitted with CACHED_STEP (bench/fit_patch_cost.py --cached) on
                      # whole-model growth of vww's and the person detector's cached 8-layer
                      # stages with both stride-1 layers switched; per layer (bench/profile_stage.py)
@@ -159,7 +159,7 @@ STAGE_FIT["mve"] = STAGE_FIT["dsp"]
 # detector's and ResNet's: -360 to 8,300 on mps2-an386 with 2026-11-26's kernels; the M55's
 # is the earlier fit)
 BAND_STEP = {"dsp": 2800, "mve": 4500}
-# A stage with cached halos (plan/patch_cache.py) computes every row of every layer once, so
+# A stage with cached halos (patch/cache.py) computes every row of every layer once, so
 # its estimate is each layer's whole estimate (the very numbers of the prefix it replaces) in
 # proportion to the rows each step computes, plus what running in steps adds, fitted by
 # bench/fit_patch_cost.py --cached on mps2-an386 and mps3-an547 (bench/fit_cached.py):
@@ -218,7 +218,7 @@ COSTS[("dsp", False)].update({k: (0, 10.0, 0, 150) for k in CLAMPS})
 COSTS[("dsp", False)].update({k: (0, 3.75, 0, 150) for k in TABLE_LOOKUPS})
 
 def stage_features(stage) -> list[float]:
-    """The per-tile work of a patch stage (plan/patch.py PatchPlan, duck-typed), in the order
+    """The per-tile work of a patch stage (patch/stage.py PatchPlan, duck-typed), in the order
     of STAGE_FEATURES."""
     f = [0.0] * len(STAGE_FEATURES)
     for regions in stage.tiles:
@@ -235,7 +235,7 @@ def stage_features(stage) -> list[float]:
 def estimate_stage(stage, in_elements: int, out_elements: int, target: str) -> int | None:
     """A patch stage as run (halos included): the per-layer fit where there is one, else the
     family's cost per patched MAC."""
-    if getattr(stage, "bands", False):   # each layer's own kernel per row band (_patch_tiles.py)
+    if getattr(stage, "bands", False):   # each layer's own kernel per row band (patch/band_kernels.py)
         return _bands(band_work(stage), target)
     fit = _stage_fit(stage_features(stage), target)
     if fit is None:
@@ -250,7 +250,7 @@ def band_work(stage) -> list[list]:
     work = []
     cache = getattr(stage, "cache", None)
     for b, regions in enumerate(stage.tiles):
-        if cache is not None:   # cached halos: the moves of the kept rows (plan/patch_cache.py)
+        if cache is not None:   # cached halos: the moves of the kept rows (patch/cache.py)
             work += [["MOVE", 0, 0, nbytes] for _, nbytes in cache.moves[b] if nbytes]
         for k, region in enumerate(regions):
             if region[2]:   # a band that computes no row of this layer skips its kernel
@@ -396,7 +396,7 @@ def core_specific(report: dict) -> dict | None:
 
 
 def stage_growth(g, lowered, target: str):
-    """(growth, estimate of the model layer by layer) for the patch planner (plan/patch_choice.py):
+    """(growth, estimate of the model layer by layer) for the patch planner (patch/choice.py):
     growth(stage) is the estimated instruction growth of the whole model, in percent, when the
     stage replaces its prefix: the stage as run (per-tile kernel, halos included) minus the
     prefix's layer-by-layer layers. (None, None) for a target without an estimate."""

@@ -13,29 +13,18 @@ from .emit.c import io_info
 from .frontend import load_model
 from .ir import Graph, verify_graph
 from .kernels import const_bytes, lower_graph
-from .kernels._patch import lower_patch_stage
-from .kernels._patch_tiles import band_scratch
 from .passes import run_passes
-from .plan import plan_memory, prove_plan
+from .patch import DEFAULT_PATCH, apply_patches, check_options, check_rows_input, prove_patches
+from .plan import plan_memory, prove_plan, scratch_by_step
 from .plan.memory_map import memory_map
-from .plan.patch_choice import choose_patches, collapse, placed_overlap
-from .plan.patch_proof import prove_patches
-from .plan.patch_rows import MAX_GRID_ROWS, MODES as ROW_MODES, check_graph as check_rows_graph, summary as rows_summary, with_rows
-from .errors import EerieError
 from .toolchain.targets import get_target
 from .verify import verify_generated
 from .budgets import check_budgets, check_limits, record_board_budget
-from .estimate import add_estimates, band_work, core_specific, stage_features, stage_growth
+from .estimate import add_estimates, band_work, core_specific, stage_features
 from .progress import stage
 from .dynamic_io import dynamic_firmware, note_dynamic
 from .names import check_sources, merge_files, model_name
 from .output import write_files
-
-
-# --patch: "auto" unless the caller says "off" (docs/patches.md: every stage the planner takes on
-# the bench models costs 1.00-1.07x the instructions for up to 0.40x less arena)
-PATCH_MODES = ("auto", "off")
-DEFAULT_PATCH = "auto"
 
 
 @dataclass
@@ -61,65 +50,36 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
     verification starts; what it returns is kept in the result's extra["before_verify"].
     patch: "auto" lets the planner run a prefix of the graph tile by tile when that makes the
     arena smaller, growing the model's estimated instructions (per-tile kernel and recomputed
-    halos, estimate.py) by at most max_recompute percent (plan/patch.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments).
+    halos, estimate.py) by at most max_recompute percent (patch/choice.py); a (layers, (rows, cols)) tuple forces that stage (tests, experiments).
     input_mode "rows": the input arrives in row bands (NAME_input_rows) into a ring of rows inside
-    the patch stage's scratch, never whole in RAM (plan/patch_rows.py); needs a patch stage."""
-    forced = patch if isinstance(patch, tuple) else None   # (layers, (rows, cols)): tests
-    if forced is None and patch not in PATCH_MODES:
-        raise EerieError(f"--patch must be auto or off, not {patch!r}")
-    if not 0 <= max_recompute <= 1000:
-        raise EerieError(f"--max-recompute must be a percentage between 0 and 1000, not {max_recompute}")
-    if input_mode not in ROW_MODES:
-        raise EerieError(f"input_mode must be one of {', '.join(ROW_MODES)}, not {input_mode!r}")
+    the patch stage's scratch, never whole in RAM (patch/rows.py); needs a patch stage."""
+    check_options(patch, max_recompute, input_mode)
     rows = input_mode == "rows"
-    if rows and patch == "off":
-        raise EerieError("--input-rows needs a patch stage: not with --patch off")
     tgt = get_target(target)
     with stage(f"passes and kernel lowering: {len(g.ops)} ops"):
         g = run_passes(g)
         lowered, ctx = lower_graph(g, target, optimize=optimize)
-    step_of = {id(op): k for k, op in enumerate(g.ops)}
-    scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
+    scratch = scratch_by_step(g, lowered)
     with stage("memory plan and its proof"):
         # inputs_in_arena: the inputs get arena slots (NAME_inputK_buffer()), not caller
         # buffers; not for a dynamic batch, whose arena holds one sample
         if rows:
-            if getattr(g, "dynamic_batch", None) or getattr(g, "dynamic_dims", None) is not None:
-                raise EerieError("--input-rows needs fixed input sizes (no dynamic batch or dimensions)")
-            check_rows_graph(g)
+            check_rows_input(g)
         in_arena = bool(inputs_in_arena and not rows and not getattr(g, "dynamic_batch", None)
                         and getattr(g, "dynamic_dims", None) is None)
         plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
-        patching = None
-        if patch != "off" and not getattr(g, "dynamic_batch", None) \
-                and getattr(g, "dynamic_dims", None) is None:
-            growth, est_before = stage_growth(g, lowered, target)   # the bound is on instructions
-            memo = {}   # band kernels' scratch, shared by every stage the planner considers
-            chosen, patching = choose_patches(g, scratch, plan, in_arena, max_recompute,
-                                             int(sum(low.macs for low in lowered)), forced,
-                                             growth, est_before,
-                                             lambda st, g=g: band_scratch(st, g, target, optimize, memo),
-                                             adapt=with_rows if rows else None,
-                                             **({"max_grid": MAX_GRID_ROWS} if rows else {}))
-            if rows and chosen is None:
-                raise EerieError("--input-rows: no patch stage was chosen for this model ("
-                                 + ("none beats the layer-by-layer arena" if patching["candidates"]
-                                    else "no prefix fits --max-recompute") + "), so rows cannot stream")
-            if chosen is not None:   # the prefix becomes one op, lowered and planned again
-                g = collapse(g, chosen)
-                lowered, ctx = lower_graph(g, target, {"PATCH_STAGE": lower_patch_stage}, optimize)
-                step_of = {id(op): k for k, op in enumerate(g.ops)}
-                scratch = {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes)
-                           for low in lowered if low.scratch_bytes}
-                plan = plan_memory(g, scratch, inputs_in_arena=in_arena)
-                patching["chosen"]["output_over_input_bytes"] = placed_overlap(g, plan, chosen)
-                if rows:
-                    patching["input_rows"] = rows_summary(chosen)
+        # patch-based execution (patch/): maybe the first layers as one stage, planned again
+        patched = apply_patches(g, lowered, ctx, scratch, plan, target=target, optimize=optimize,
+                                patch=patch, max_recompute=max_recompute, inputs_in_arena=in_arena,
+                                rows=rows)
+        g, lowered, ctx, scratch, plan = (patched.graph, patched.lowered, patched.ctx,
+                                          patched.scratch, patched.plan)
         flash_consts = sum(const_bytes(c) for c in ctx.consts)
         check_limits(name, tgt, plan.arena_bytes, flash_consts, plan.state_bytes)
         proof = prove_plan(g, plan, {n: s for s, (n, _) in scratch.items()})
         patch_proof = prove_patches(g, plan, {n: s for s, (n, _) in scratch.items()})
         verify_graph(g, "planning")
+    step_of = {id(op): k for k, op in enumerate(g.ops)}
     with stage("C emission"):
         files = emit_model(g, lowered, ctx.consts, plan, name, target, source, tgt.cflags,
                            rows=rows)
@@ -135,7 +95,7 @@ def compile_graph(g: Graph, name: str, target: str = "host", source: str = "mode
         "memory_plan": memory_map(g, plan),
         "verified": [proof] + ([patch_proof] if patch_proof else []),
     }
-    report["patches"] = patching or {"mode": patch, "chosen": None}
+    report["patches"] = patched.patches
     if g.quantized_from:   # a PT2E program: int8 / float ops and its float islands
         from .passes.fold_qdq import quantization_report
         report["quantization"] = quantization_report(g)
@@ -276,7 +236,7 @@ def _firmware_early(brd):
 
 def report_files(res: CompileResult) -> dict[str, str | bytes]:
     """report.json, report.md and the memory-plan picture (memory.svg, memory.png)."""
-    from .plan.picture import memory_files
+    from .memory_picture import memory_files
     from .report import render_markdown
     from .progress import note, stage
     mp = res.report["memory_plan"]

@@ -107,17 +107,17 @@ def _short_source(src: str) -> str:
 
 
 def describe_rows(info: dict) -> str:
-    from .plan.patch_rows import describe
+    from .patch.rows import describe
     return describe(info)
 
 
 def describe_halo(info: dict) -> str:
-    from .plan.patch_cache import describe
+    from .patch.cache import describe
     return describe(info)
 
 
 def patch_lines(r: dict) -> list[str]:
-    """The planner's patch-stage choice (plan/patch.py): prefix, grid, halo, extra MACs,
+    """The planner's patch-stage choice (patch/stage.py): prefix, grid, halo, extra MACs,
     arena before and after; nothing when patches were off."""
     p = r.get("patches") or {}
     if p.get("mode") in (None, "off"):

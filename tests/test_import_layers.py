@@ -3,9 +3,13 @@
 Every `import` counts, including those inside functions (a cycle hidden in a function is
 still a cycle); only `if TYPE_CHECKING:` blocks (annotations) are left out. The stages, from
 the bottom: utilities (errors, version, resources, progress, templating, report_text, names)
--> ir -> frontend -> passes -> kernels -> plan -> emit -> verify / toolchain -> pipeline (with
-budgets, estimate, report, dynamic_io) -> runner, python_api, checker, api -> validation
-(`eerie-c validate`: its helpers validation_* beside it) -> cli.
+-> ir -> frontend -> passes -> kernels -> plan -> patch -> emit -> verify / toolchain -> pipeline
+(with budgets, estimate, report, dynamic_io, memory_picture) -> runner, python_api, checker, api
+-> validation (`eerie-c validate`: its helpers validation_* beside it) -> cli.
+
+One exception, kept narrow: the arena proof (plan/proof.py) asks patch/'s independent stage
+proofs whether a stage's output may overlap its input; those proofs import only utilities, so
+plan never reaches patch's planner (test_plan_reaches_only_the_patch_proofs).
 """
 import ast
 from pathlib import Path
@@ -17,16 +21,20 @@ PACKAGE = Path(eerie_c.__file__).parent
 # What each stage must never import (directly, anywhere in its modules).
 ENTRY = {"pipeline", "runner", "python_api", "checker", "api", "validation", "cli", "__init__"}
 FORBIDDEN = {
-    "ir": {"frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
-    "frontend": {"passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
-    "passes": {"frontend", "plan", "emit", "verify", "toolchain"} | ENTRY,
-    "kernels": {"frontend", "passes", "plan", "emit", "verify", "toolchain"} | ENTRY,
+    "ir": {"frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
+    "frontend": {"passes", "kernels", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
+    "passes": {"frontend", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
+    "kernels": {"frontend", "passes", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
     "plan": {"frontend", "passes", "emit", "verify", "toolchain"} | ENTRY,
+    "patch": {"frontend", "passes", "emit", "verify", "toolchain", "memory_picture"} | ENTRY,
     "emit": {"frontend", "passes", "verify", "toolchain"} | ENTRY,
-    "verify": {"frontend", "passes", "kernels", "plan", "emit"} | ENTRY,
-    "toolchain": {"frontend", "passes", "kernels", "plan"} | ENTRY,
-    "templating": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
-    "report_text": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain"} | ENTRY,
+    "verify": {"frontend", "passes", "kernels", "plan", "emit", "patch"} | ENTRY,
+    "toolchain": {"frontend", "passes", "kernels", "plan", "patch"} | ENTRY,
+    "templating": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
+    "report_text": {"ir", "frontend", "passes", "kernels", "plan", "emit", "verify", "toolchain", "patch"} | ENTRY,
+    # drawn from report.json's memory_plan alone, not from the planner's objects
+    "memory_picture": {"ir", "frontend", "passes", "kernels", "plan", "patch", "emit", "verify",
+                       "toolchain"} | ENTRY,
     "pipeline": ENTRY - {"pipeline"},
     "runner": {"python_api", "checker", "api", "validation", "cli", "__init__"},
     "python_api": {"checker", "api", "validation", "cli", "__init__"},
@@ -123,6 +131,24 @@ def test_stages_import_only_downwards():
     bad = sorted(f"{m} imports {t}" for m, ts in import_graph().items() for t in ts
                  if _stage(t) in FORBIDDEN.get(_stage(m), ()))
     assert bad == []
+
+
+PATCH_PROOFS = {"eerie_c.patch.proof", "eerie_c.patch.cache_proof", "eerie_c.patch.rows_proof"}
+
+
+def test_plan_reaches_only_the_patch_proofs():
+    """plan/ imports from patch/ only its stage proofs, and everything those import, followed to
+    the end, is a utility or another of them: never patch's planner, which imports plan."""
+    graph = import_graph()
+    into_patch = {t for m, ts in graph.items() if _stage(m) == "plan" for t in ts if _stage(t) == "patch"}
+    assert into_patch and into_patch <= PATCH_PROOFS, into_patch
+    seen, todo = set(), list(PATCH_PROOFS)
+    while todo:
+        m = todo.pop()
+        for t in graph[m] - seen:
+            seen.add(t)
+            todo.append(t)
+    assert seen <= PATCH_PROOFS | {"eerie_c.errors"}, sorted(seen)
 
 
 def test_the_checker_sees_a_cycle(tmp_path, monkeypatch):

@@ -245,7 +245,7 @@ def emit_model(g: Graph, lowered: list[Lowered], consts: list[Const], plan: Plan
 
 
 def rows_info(g: Graph, lowered: list[Lowered], plan: Plan, calls: list[dict], name: str) -> dict:
-    """What templates/model_rows.c.j2 needs for row-band input (plan/patch_rows.py): the stage
+    """What templates/model_rows.c.j2 needs for row-band input (patch/rows.py): the stage
     (step 0) is called once per grid row from NAME_input_rows, the other calls once the
     image's last row has arrived."""
     low = lowered[0]

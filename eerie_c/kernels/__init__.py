@@ -78,7 +78,7 @@ class Lowered:
     # (estimate.py), copied into report.json's op: a pool's vector loads and stores ("pool").
     work: dict = field(default_factory=dict)
     # Extra `int` parameters after the scratch pointer (a row-band patch stage's grid row and
-    # first ring row, kernels/_patch.py); the emitter passes them where it calls the function.
+    # first ring row, patch/kernel.py); the emitter passes them where it calls the function.
     int_params: list[str] = field(default_factory=list)
 
 
@@ -101,7 +101,7 @@ class KernelInfo:
 
 
 REGISTRY: dict[str, KernelInfo] = {}
-# The op the memory planner puts in place of a prefix it runs tile by tile (plan/patch.py);
+# The op the memory planner puts in place of a prefix it runs tile by tile (patch/stage.py);
 # not a model operator, so not in REGISTRY.
 PATCH_STAGE = "PATCH_STAGE"
 
@@ -252,7 +252,7 @@ def check_supported(g: Graph):
     quant: dict[str, list[str]] = {}
     for op in g.ops:
         if op.kind == PATCH_STAGE:
-            continue   # made by the planner from supported ops (plan/patch.py)
+            continue   # made by the planner from supported ops (patch/stage.py)
         info = REGISTRY.get(op.kind)
         dt = op_dtype(op, g)
         if info is None or dt not in info.dtypes:
@@ -276,7 +276,7 @@ OPTIMIZE = ("balanced", "speed", "size")
 def lower_graph(g: Graph, target: str = "host", special: dict | None = None,
                 optimize: str = "balanced") -> tuple[list[Lowered], LowerCtx]:
     """special: op kind -> lowering function for ops that are not model operators (the
-    planner's PATCH_STAGE, lowered by kernels/_patch.py; passed in so that this module does
+    planner's PATCH_STAGE, lowered by patch/kernel.py; passed in so that this module does
     not import the kernel modules that import it). optimize: --optimize (OPTIMIZE)."""
     if optimize not in OPTIMIZE:
         raise EerieError(f"--optimize must be one of {', '.join(OPTIMIZE)} (got {optimize!r})")
@@ -308,7 +308,7 @@ def _lower_ops(g: Graph, target: str, special: dict | None, optimize: str,
         ctx.layer = f"l{op.index}_{c_ident(op.name)}"
         first_const = len(ctx.consts)
         try:
-            if op.kind in (special or {}):   # PATCH_STAGE: kernels/_patch.py, from the pipeline
+            if op.kind in (special or {}):   # PATCH_STAGE: patch/kernel.py, from the pipeline
                 low = special[op.kind](op, g, ctx)
             else:
                 low = REGISTRY[op.kind].lower(op, g, ctx)

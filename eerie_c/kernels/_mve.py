@@ -122,7 +122,7 @@ def lower_conv2d_mve(op, g, ctx, x, w, b, y, win, act: str, what: str,
     copy_in = bool(inplace)
     act_min, act_max = activation_range_int(act, y)
     full = k // 16
-    # (not over a patch stage's row band, kernels/_patch_tiles.py: a band is a smaller image,
+    # (not over a patch stage's row band, patch/band_kernels.py: a band is a smaller image,
     # and its kernel may not take more scratch than the layer-by-layer kernel the plan sized)
     band = "tile_window" in op.attrs
     pad = padded_image(win, in_h, in_w, in_c, kh, kw, kp) if loop and not direct and not band else None

@@ -148,7 +148,7 @@ def lower_depthwise_conv2d(op, g, ctx):
             v.update(s2)
             scratch, pair_helpers = s2["scratch"], s2["s2_helpers"]
         elif dsp:
-            # low_scratch (set by a patch stage's planner, plan/patch_choice.py): no kernel over
+            # low_scratch (set by a patch stage's planner, patch/choice.py): no kernel over
             # sign-extended rows (the pairs or rows kernel), whose rows in scratch can set a
             # cached stage's scratch block; the table kernel below needs none (more instructions)
             low_scratch = bool(op.attrs.get("low_scratch"))

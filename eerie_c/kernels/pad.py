@@ -44,7 +44,7 @@ def _lower_pad(op, g, ctx):
         raise EerieError(f"{op.kind} (op {op.index}): the paddings tensor must be constant")
     pads = np.asarray(pt.data).reshape(-1).astype(np.int64)
     band = op.attrs.get("tile_window")
-    if band is not None:   # one row band of a patch stage (kernels/_patch_tiles.py): its rows
+    if band is not None:   # one row band of a patch stage (patch/band_kernels.py): its rows
         # in the top padding are pad_t, below the input rows the rest; no input row: all padding
         top = band["pad_t"] if x.shape[1] else y.shape[1]
         pads = np.asarray([0, 0, top, y.shape[1] - top - x.shape[1], band["pad_l"],

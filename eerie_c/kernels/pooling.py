@@ -45,7 +45,7 @@ def _pool_params(op, g):
                          f"filter {fh}x{fw} / stride {sh}x{sw}")
     n, ih, iw, c = x.shape
     oh, ow = _out_size(padding, ih, fh, sh), _out_size(padding, iw, fw, sw)
-    band = a.get("tile_window")   # kernels/_patch_tiles.py: one row band of a patch stage,
+    band = a.get("tile_window")   # patch/band_kernels.py: one row band of a patch stage,
     if band is not None:          # whose padding is the image's only at the image's edges
         oh, ow = y.shape[1], y.shape[2]
     if tuple(y.shape) != (n, oh, ow, c):

@@ -2,16 +2,16 @@
 output size and padding (only the floor half of an odd total before the image), or the explicit
 padding of a folded PAD (passes/fold_pad.py), checked against the model's output shape, the
 window's interior (outputs that see no out-of-image tap) as a C condition, and the checks of a
-conv's operands against it. A row band of a patch stage (kernels/_patch_tiles.py, op
+conv's operands against it. A row band of a patch stage (patch/band_kernels.py, op
 attribute `tile_window`) brings its own top and left padding: the image's only at the image's
-edges. plan/patch.py computes stage geometry with the same out_size / pad_before.
+edges. patch/stage.py computes stage geometry with the same out_size / pad_before.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import EerieError
-from ..ir.window_size import out_size  # noqa: F401 (plan/patch imports it from here too)
+from ..ir.window_size import out_size  # noqa: F401 (patch/stage.py imports it from here too)
 
 
 @dataclass
@@ -72,7 +72,7 @@ def window(op, in_h: int, in_w: int, kh: int, kw: int, out_shape, what: str) -> 
     else:
         out_h = out_size(padding, in_h, kh, sh, dh)
         out_w = out_size(padding, in_w, kw, sw, dw)
-    band = a.get("tile_window")   # kernels/_patch_tiles.py: one row band of a patch stage,
+    band = a.get("tile_window")   # patch/band_kernels.py: one row band of a patch stage,
     if band is not None:          # whose padding is the image's only at the image's edges
         out_h, out_w = out_shape[1], out_shape[2]
     if (out_h, out_w) != (out_shape[1], out_shape[2]) or out_h < 1 or out_w < 1:

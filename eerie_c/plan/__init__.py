@@ -1,2 +1,2 @@
-from .arena import Placement, Plan, plan_memory  # noqa: F401
+from .arena import Placement, Plan, plan_memory, scratch_by_step  # noqa: F401
 from .proof import prove_plan  # noqa: F401

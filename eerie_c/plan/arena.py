@@ -96,6 +96,13 @@ MAX_LAYOUT_TRIALS = 32
 PLACEMENT_WORK = 4_000_000
 
 
+def scratch_by_step(g: Graph, lowered) -> dict[int, tuple[str, int]]:
+    """The kernels' scratch as plan_memory takes it: op step -> (kernel function, bytes), for
+    the lowered ops (kernels' Lowered) that ask for any."""
+    step_of = {id(op): k for k, op in enumerate(g.ops)}
+    return {step_of[id(low.op)]: (low.fn_name, low.scratch_bytes) for low in lowered if low.scratch_bytes}
+
+
 def plan_memory(g: Graph, scratch: dict[int, tuple[str, int]] | None = None, align: int = ALIGN,
                 inputs_in_arena: bool = False, tail: frozenset | None = None) -> Plan:
     """Choose which "end" in-place layouts to use, then plan. Joining an input into the tail of

@@ -18,7 +18,7 @@ def inplace_mode(op) -> str | None:
     Lowered.inplace): "start" (output 0 begins at the input's first byte, True means the
     same), "end" (output 0 ends at the input's last byte), or None."""
     v = op.attrs.get("inplace_of_input")
-    if v == "shift":   # a patch stage (plan/patch.py): output at input + op.attrs["patch"].shift
+    if v == "shift":   # a patch stage (patch/stage.py): output at input + op.attrs["patch"].shift
         return "shift"
     return "end" if v == "end" else ("start" if v else None)
 
@@ -99,7 +99,7 @@ def inplace_allowed(g: Graph, step: int, find, mode: str, groups: dict[str, list
     """The rule for running op `step` in place: input 0 is an arena activation, no graph input
     or output shares its storage or the output's, no later op reads any tensor of the input's
     storage, and the sizes suit the layout: "start" (output 0 at the input's first byte) needs
-    the output no larger than the input; "shift" (a patch stage, plan/patch.py: the output at
+    the output no larger than the input; "shift" (a patch stage, patch/stage.py: the output at
     the stage's proven offset from the input; a graph input planned in the arena may take
     part); "end" (the input at the tail of output 0)
     needs the output at least as large as the input, larger by a multiple of 16 bytes (so

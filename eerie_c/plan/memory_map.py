@@ -2,6 +2,10 @@
 offset, for which steps), the peak, and names a person recognises. It goes into report.json
 as "memory_plan", and memory.svg / memory.png are drawn from that entry alone, so the picture
 can only show what the report says.
+
+It stays in plan/ while the picture moved to memory_picture/: this is planning data (offsets,
+live steps, the peak, read straight from the Plan and the graph, the way the planner sees them),
+what report.json and any other reader take; the picture is one reader of it.
 """
 from __future__ import annotations
 
@@ -97,7 +101,7 @@ def _tile_loop(st) -> dict:
     for k, (off, size) in enumerate(zip(st.buf_offsets, st.buf_bytes)):
         if cache is None:
             parts.append({"label": f"layer {k} tile", "offset": off, "size": size})
-        else:   # plan/patch_cache.py: a buffer keeps its halo rows between steps, or none
+        else:   # patch/cache.py: a buffer keeps its halo rows between steps, or none
             kept = cache.kept_rows[k]
             label = f"layer {k}: keeps {kept} row{'s' if kept > 1 else ''}" if kept else f"layer {k}: per step"
             readers = [m for m, s in enumerate(st.skips or []) if s == k + 1]
@@ -125,7 +129,7 @@ def memory_map(g: Graph, plan: Plan) -> dict:
             op = g.ops[b.start]
             layer = layer_name(op.name, op.kind)
             label = f"scratch of {layer}"
-            if op.kind == "PATCH_STAGE":   # plan/patch.py: the per-tile buffers of the stage
+            if op.kind == "PATCH_STAGE":   # patch/stage.py: the per-tile buffers of the stage
                 st = op.attrs["patch"]
                 label = (f"patch buffers: {len(st.ops)} layers run in {st.grid[0]}x{st.grid[1]} "
                          f"tiles ({', '.join(layer_name(o.name, o.kind) for o in st.ops)})")

@@ -3,8 +3,8 @@ the planner's buffers) and proves that simultaneously live arena tensors never s
 that every offset is aligned, and that the arena is exactly as large as reported.
 Variable (state) tensors must each have their own static storage, outside the arena.
 
-A patch stage (plan/patch.py) may also run with its output over its input ("shift", any
-offset): patch_proof.prove_shift then checks, tile by tile, that no output byte is written over
+A patch stage (patch/stage.py) may also run with its output over its input ("shift", any
+offset): patch/proof.py prove_shift then checks, tile by tile, that no output byte is written over
 an input byte a later tile reads; the other conditions below are the same.
 
 One exception to "never share a byte", the in-place rule: the output 0 of an op whose kernel
@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import CompilerBug
 from ..ir import DTYPE_NP, Graph
 from .arena import Plan
-from .patch_proof import prove_shift
+from ..patch.proof import prove_shift
 from .proof_inputs import alias_links, prove_placed, prove_user_placements
 
 import numpy as np
@@ -127,7 +127,7 @@ def _inplace_pairs(g: Graph, plan: Plan, ranges, root) -> set[frozenset]:
         na, nb = g.t(a).nbytes, g.t(b).nbytes
         if mode == "shift":
             # a patch stage's output over its input: byte by byte, no tile writes over an
-            # input byte a later tile reads (patch_proof.prove_shift raises if one does)
+            # input byte a later tile reads (patch/proof.py prove_shift raises if one does)
             if op.kind != "PATCH_STAGE":
                 continue
             prove_shift(g, op, pa.offset, pb.offset)

@@ -1,5 +1,5 @@
 """What the patch-stage proof tests share: compile a model with a forced stage, and check that
-the stage proof (plan/patch_proof.py and the cached / row-input proofs it calls) accepts the
+the stage proof (patch/proof.py and the cached / row-input proofs it calls) accepts the
 planner's stage and rejects a corrupted one with the expected message."""
 import dataclasses
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
-from eerie_c.plan.patch_proof import prove_patches
+from eerie_c.patch.proof import prove_patches
 
 
 def compile_stage(model: bytes | Path, tmp_path: Path, patch, **kw):

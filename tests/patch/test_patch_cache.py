@@ -1,9 +1,9 @@
-"""Row-band stages with cached halos (plan/patch_cache.py): each layer's output rows computed
+"""Row-band stages with cached halos (patch/cache.py): each layer's output rows computed
 once, the rows the next band reads again kept in the layer's buffer and moved to its top.
 Bit-exact with TFLM on the host (stride 2, odd heights, SAME and VALID padding, the whole
 image and rows pushed in bands) and in QEMU on the M4 and the M55 (vww_96_int8 and the person
 detector with row-band input, where the planner picks them); dilated windows and fused ADDs:
-test_patch_cache_dilation.py and test_patch_cache_skip.py; the band-loop proof (plan/patch_cache_proof.py) rejects a wrong kept-row
+test_patch_cache_dilation.py and test_patch_cache_skip.py; the band-loop proof (patch/cache_proof.py) rejects a wrong kept-row
 count, a move that overwrites a kept row, a buffer over another one and a kernel scratch over
 a kept row. With the input in the arena a cached stage's output goes over the input rows it
 has consumed (the person detector's whole-image arena under half, in QEMU), and the proof
@@ -133,7 +133,7 @@ def test_rows_pick_cached_halos_on_board(board_tools, models_dir, tmp_path, boar
 def test_cached_stage_output_over_its_input_on_host(tmp_path, layers, shape, n, steps):
     """With the input in the arena, a cached stage's output shares the input's bytes: the
     first layer consumes input rows top-down, so each step's output rows land on rows no
-    later step reads (plan/patch.py out_shift; proved by patch_proof.prove_shift)."""
+    later step reads (patch/stage.py out_shift; proved by patch/proof.py prove_shift)."""
     model = chain_model(shape, layers, seed=11, tail="pool")   # the stage is the peak: it shares
     x = random_inputs(list(shape), "int8", 2, seed=4)
     got, rep = eerie_run(model, [x], tmp_path, patch=(n, (steps, 1), "cached"), inputs_in_arena=True)

@@ -1,8 +1,8 @@
-"""Cached-halo stages (plan/patch_cache.py) with dilated windows: a window reads kh rows dh
+"""Cached-halo stages (patch/cache.py) with dilated windows: a window reads kh rows dh
 apart, and each buffer keeps the rows from the first tap of its reader's current window on.
 Bit-exact with TFLM on the host (dilated convolutions and depthwise layers, dilation 2 and 3,
 SAME and VALID, odd heights, a dilated first layer pushed row by row, a dilated residual block)
-and in QEMU on the M4 and the M55; the band-loop proof (plan/patch_cache_proof.py), which
+and in QEMU on the M4 and the M55; the band-loop proof (patch/cache_proof.py), which
 re-derives the rows each window reads from the op's dilation, rejects a plan kept as if the
 windows were not dilated and a buffer that dropped the row of a window's first tap."""
 import dataclasses
@@ -17,7 +17,7 @@ from test_patch_rows_bands import cached_rows_match_tflm
 from stage_proof import compile_stage, proof_rejects
 
 from eerie_c.api import compile_model
-from eerie_c.plan.patch_cache import make_cached_plan
+from eerie_c.patch.cache import make_cached_plan
 
 # dilation 2 (SAME conv and depthwise), a VALID stride-2 depthwise, a VALID depthwise dilated
 # (2, 3), a SAME conv dilated 3 over rows only

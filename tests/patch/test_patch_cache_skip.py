@@ -1,4 +1,4 @@
-"""Cached-halo stages (plan/patch_cache.py) with a fused residual ADD (CONV_2D_ADD): the skip
+"""Cached-halo stages (patch/cache.py) with a fused residual ADD (CONV_2D_ADD): the skip
 layer's buffer keeps every row until both of its readers (the next layer's window and the ADD's
 skip read, at the ADD's own output rows) are done with it, and the band table gives the ADD the
 byte of its skip rows. Bit-exact with TFLM on the host (ResNet's first block, a skip from three
@@ -6,7 +6,7 @@ layers back, y = x + conv(x), two ADDs in one stage, random chains of ADDs and d
 binary ADD / SUB / MUL ops with a skip operand, rows pushed in bands, the output over the
 input) and in QEMU on the M4 and the M55 (ResNet as the planner picks it, synthetic residual
 chains, a SUB of two layers); the band-loop proof
-(plan/patch_cache_proof.py) rejects a wrong skip offset, a skip buffer keeping one row too few,
+(patch/cache_proof.py) rejects a wrong skip offset, a skip buffer keeping one row too few,
 a skip buffer over another buffer and a layer writing over rows it reads."""
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""The patch planner's bound is on estimated instructions (estimate.py, plan/patch_choice.py):
+"""The patch planner's bound is on estimated instructions (estimate.py, patch/choice.py):
 --max-recompute PCT refuses any stage whose per-tile kernel plus recomputed halos would grow
 the model's estimated instructions by more than PCT percent, and never admits more extra MACs
 than PCT percent either; report.json / report.md say what was estimated and what was refused."""
@@ -30,7 +30,7 @@ def test_stage_estimate_counts_the_per_tile_work(tmp_path):
     from eerie_c.estimate import STAGE_FIT, estimate_stage, stage_features
     from eerie_c.frontend import load_model
     from eerie_c.passes import run_passes
-    from eerie_c.plan.patch import chain_prefix, make_plan
+    from eerie_c.patch.stage import chain_prefix, make_plan
     path = tmp_path / "m.tflite"
     path.write_bytes(chain_model(SHAPE, MOBILENET, tail="pool"))
     ops, layers = chain_prefix(run_passes(load_model(str(path))))
@@ -82,7 +82,7 @@ def test_tight_bound_refuses_the_stage_the_loose_one_takes(tmp_path):
 
 def test_helium_core_takes_row_bands_only(tmp_path):
     # the M55's layer kernels take ~0.13 instructions per MAC, the per-tile C 3.4: only row
-    # bands, run by the layers' own Helium kernels (kernels/_patch_tiles.py), fit the bound
+    # bands, run by the layers' own Helium kernels (patch/band_kernels.py), fit the bound
     r = _report(tmp_path, "cortex-m55")
     p = r["patches"]
     assert p["chosen"] is not None and p["chosen"]["grid"][1] == 1 and r["ops"][0]["kind"] == "PATCH_STAGE"

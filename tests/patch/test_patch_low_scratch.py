@@ -1,4 +1,4 @@
-"""A cached stage's low-scratch depthwise (plan/patch_choice.py _low_scratch): when the stride-1
+"""A cached stage's low-scratch depthwise (patch/choice.py _low_scratch): when the stride-1
 3x3 depthwise kernel over sign-extended rows (kernels/_dw_pairs.py) sets the stage's kernel
 scratch, the planner tries the layer's table kernel, which needs none, and keeps it only when
 the arena shrinks and the estimated growth stays within --max-recompute. The DSP kernels run
@@ -10,7 +10,7 @@ import pytest
 from conftest import random_inputs, tflm_run
 from patch_models import chain_model
 
-import eerie_c.plan.patch_choice as patch_choice
+import eerie_c.patch.choice as patch_choice
 from eerie_c.api import compile_model
 
 # two stride-1 3x3 depthwise layers (8 and 16 channels: the pairs kernel applies on the M4)

@@ -1,4 +1,4 @@
-"""The patch proof (plan/patch_proof.py) accepts the planner's stages and rejects broken ones:
+"""The patch proof (patch/proof.py) accepts the planner's stages and rejects broken ones:
 a patch buffer's offset out of the block or misaligned, a halo too small for the next layer's
 window, two buffers live together in the same bytes, an intermediate that lives past the stage,
 tiles that miss or repeat output pixels, a layer emitted with the wrong geometry."""
@@ -9,7 +9,7 @@ import pytest
 
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
-from eerie_c.plan.patch_proof import prove_patches
+from eerie_c.patch.proof import prove_patches
 from patch_models import MOBILENET, ODD, chain_model
 
 

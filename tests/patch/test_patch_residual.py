@@ -1,4 +1,4 @@
-"""Row-band patch stages (kernels/_patch_tiles.py: each layer's own kernel per band) and a
+"""Row-band patch stages (patch/band_kernels.py: each layer's own kernel per band) and a
 residual block inside a stage (CONV_2D_ADD reading an earlier layer's patch buffer as its skip
 input): bit-exact with TFLM on the host and in QEMU, and the patch proof rejects broken band
 plans: a skip buffer overwritten or too small, a kernel scratch over a live buffer, a skip the
@@ -12,9 +12,9 @@ from conftest import random_inputs, tflm_run
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
 from eerie_c.kernels._conv_rules import pointwise_inplace
-from eerie_c.kernels._patch_tiles import band_scratch
+from eerie_c.patch.band_kernels import band_scratch
 from eerie_c.kernels.window import Window
-from eerie_c.plan.patch_proof import prove_patches
+from eerie_c.patch.proof import prove_patches
 from patch_models import MOBILENET, ODD, chain_model
 
 RESNET = "pretrainedResnet_quant.tflite"
@@ -154,7 +154,7 @@ def test_strided_pointwise_in_place_rule():
 def test_band_kernel_scratch_is_asked_not_assumed(models_dir, monkeypatch):
     """A layer's kernel over a row band may take another path than over the whole image, with
     more scratch (once ResNet's first conv on the M55: 1,084 against 64 B). The planner plans
-    with what the band kernels say they need (kernels/_patch_tiles.py band_scratch), so
+    with what the band kernels say they need (patch/band_kernels.py band_scratch), so
     lowering and the proof agree: here band_scratch is made to ask 512 B more for layer 0,
     and the plan gives it that."""
     import eerie_c.pipeline as pipeline

@@ -1,4 +1,4 @@
-"""Row-band input (--input-rows, plan/patch_rows.py) against TFLM: the image pushed row by row
+"""Row-band input (--input-rows, patch/rows.py) against TFLM: the image pushed row by row
 (NAME_input_rows) into a ring of input rows must give the very bytes TFLM gives, for bands of
 any size (1 row, uneven bands, the whole image at once through NAME_invoke), odd heights,
 strides, SAME / VALID padding and dilation; the ring protocol's proof rejects corrupted rings;
@@ -114,7 +114,7 @@ def _stage_result(tmp_path, shape=(1, 19, 23, 3), patch=(4, (3, 2))):
 
 
 def _prove(res, **change):
-    from eerie_c.plan.patch_proof import prove_patches
+    from eerie_c.patch.proof import prove_patches
     g, plan = res.graph, res.extra["plan"]
     op = g.ops[0]
     stage = op.attrs["patch"]

@@ -1,5 +1,5 @@
-"""Row-band input (--input-rows, plan/patch_rows.py) on a stage of row bands (each layer's own
-kernel per band, kernels/_patch_tiles.py), residual blocks (CONV_2D_ADD) included: the ring of
+"""Row-band input (--input-rows, patch/rows.py) on a stage of row bands (each layer's own
+kernel per band, patch/band_kernels.py), residual blocks (CONV_2D_ADD) included: the ring of
 input rows feeds the first layer's band kernel one band per call. Bit-exact with TFLM on the
 host (rows pushed in bands of several sizes) and in QEMU on the M4 and the M55; the ring proof
 rejects a layer's kernel scratch placed over the ring (the ring keeps the next band's halo rows
@@ -16,7 +16,7 @@ from test_patch_rows import DRIVER
 
 from eerie_c.api import compile_model
 from eerie_c.errors import CompilerBug
-from eerie_c.plan.patch_proof import prove_patches
+from eerie_c.patch.proof import prove_patches
 
 RESNET = "pretrainedResnet_quant.tflite"
 

@@ -1,4 +1,4 @@
-"""Patch stages (plan/patch.py) against TFLM: a prefix of int8 CONV_2D / DEPTHWISE_CONV_2D run
+"""Patch stages (patch/stage.py) against TFLM: a prefix of int8 CONV_2D / DEPTHWISE_CONV_2D run
 tile by tile must give the very bytes the layer-by-layer kernels give, for every grid (even,
 uneven, single rows or columns, one tile per output pixel), with SAME / VALID padding,
 strides, dilation, per-tensor and per-channel weights, and with ops after the stage."""

@@ -1,4 +1,4 @@
-"""Pools, PAD and int8 element-wise layers inside patch stages (plan/patch_ops.py): chains such
+"""Pools, PAD and int8 element-wise layers inside patch stages (patch/ops.py): chains such
 as conv -> maxpool -> conv, conv -> avgpool -> depthwise, PAD -> conv VALID stride 2 ->
 depthwise and conv -> RELU6 / LEAKY_RELU / ... -> conv run in row bands (each layer's own
 kernel per band, halos recomputed or cached), bit-exact with TFLM on the host (odd heights,
@@ -135,7 +135,7 @@ def test_pad_bands_wholly_in_the_padding_read_nothing(tmp_path):
 
 
 def test_per_tile_grids_are_refused(tmp_path):
-    """The per-tile C (kernels/_patch.py) has convolutions only: a grid with columns, or a
+    """The per-tile C (patch/kernel.py) has convolutions only: a grid with columns, or a
     recomputing grid with a band wholly in a PAD's padding, is refused; row bands run."""
     for chain, patch in ((MAXPOOL, (3, (2, 2))), (unary_chain("RELU6"), (3, (1, 3))), (PAD_LAST, (2, (9, 1)))):
         with pytest.raises(EerieError, match="patch stage"):

@@ -208,7 +208,7 @@ assert "matplotlib" not in sys.modules
 def test_markup_in_names_and_an_empty_plan():
     """A name with XML's special characters is text in the SVG (it parses, the key shows the
     name unchanged); a plan with no buffers still gives a picture with its axes."""
-    from eerie_c.plan.picture import memory_files
+    from eerie_c.memory_picture import memory_files
     buf = {"id": 1, "kind": "tensor", "label": 'a<b>&"c"', "offset": 0, "size": 300, "start": 0, "end": 1}
     mp = {"arena_bytes": 300, "steps": 2, "buffers": [buf], "peak_step": 0, "peak_bytes": 300}
     pic = read_plan(memory_files(mp, "m<&>")["memory.svg"].decode())

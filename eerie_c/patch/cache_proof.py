@@ -1,7 +1,7 @@
-"""Independent check of a row-band stage with cached halos (plan/patch_cache.py).
+"""Independent check of a row-band stage with cached halos (patch/cache.py).
 
-patch_proof.py re-derives each layer's window geometry from its op and passes it in; this
-simulates the band loop the C runs (kernels/_patch_tiles.py: per band and layer, the move of
+patch/proof.py re-derives each layer's window geometry from its op and passes it in; this
+simulates the band loop the C runs (patch/band_kernels.py: per band and layer, the move of
 the kept rows into the layer's buffer, then the layer's kernel over its new rows) row by row,
 with which output row of its layer each row slot of each patch buffer holds:
 

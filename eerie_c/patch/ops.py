@@ -1,4 +1,4 @@
-"""Window geometry of the layers without weights that a patch stage takes (plan/patch.py).
+"""Window geometry of the layers without weights that a patch stage takes (patch/stage.py).
 
 A patch stage slides each layer's window over the previous layer's output; besides the
 convolutions (patch.py layer_of) these ops fit that geometry too:
@@ -6,7 +6,7 @@ convolutions (patch.py layer_of) these ops fit that geometry too:
   * MAX_POOL_2D / AVERAGE_POOL_2D: a kh x kw window with strides and SAME / VALID padding, and
     no MACs. A window at the image's edge pools only its in-image taps (an average divides by
     their count, as TFLM does), so a row band's kernel must know where the image's edge is:
-    kernels/_patch_tiles.py gives it the band's top padding (`tile_window`), as it does a conv;
+    patch/band_kernels.py gives it the band's top padding (`tile_window`), as it does a conv;
   * PAD / PADV2 over height and width only: a 1x1 window with stride 1 whose top / left
     padding is the pad amounts; its output is larger than its input, and an output row in the
     padding reads no input row at all (a band of such rows only writes the pad value);
@@ -16,9 +16,9 @@ convolutions (patch.py layer_of) these ops fit that geometry too:
     skip input, as a fused ADD's): a 1x1 window, stride 1, no padding, input and output of one
     shape.
 
-These run in row bands only (each band by the layer's own kernel, kernels/_patch_tiles.py):
-kernels/_patch.py's per-tile C has convolutions only, so plan/patch.py make_plan refuses a
-grid with columns for a stage holding one. plan/patch_proof.py re-derives the same geometry
+These run in row bands only (each band by the layer's own kernel, patch/band_kernels.py):
+patch/kernel.py's per-tile C has convolutions only, so patch/stage.py make_plan refuses a
+grid with columns for a stage holding one. patch/proof.py re-derives the same geometry
 from the ops independently of this module.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ KINDS = POOLS + PADS + UNARY + BINARY
 def two_activations(op, g) -> bool:
     """A binary op over two different int8 activations of its output's shape (no broadcast):
     in a stage one is the previous layer's output, the other an earlier layer's, read from its
-    patch buffer like a fused ADD's skip input (plan/patch.py skips_of)."""
+    patch buffer like a fused ADD's skip input (patch/stage.py skips_of)."""
     if len(op.inputs) != 2 or any(t is None for t in op.inputs) or op.inputs[0] == op.inputs[1]:
         return False
     ts = [g.t(t) for t in op.inputs]

@@ -1,9 +1,9 @@
-"""Independent check of a patch stage's ring of input rows (plan/patch_rows.py, --input-rows).
+"""Independent check of a patch stage's ring of input rows (patch/rows.py, --input-rows).
 
 The generated NAME_input_rows (templates/model_rows.c.j2) keeps the ring as described there.
 This simulates that very protocol row by row, with what each ring row holds (which image row),
 and checks, with the rows each tile's first layer touches re-derived from the op's own geometry
-(patch_proof.py passes them in, not the planner's regions):
+(patch/proof.py passes them in, not the planner's regions):
 
   * the ring and the patch buffers (and the layers' kernel scratch in row bands) do not
     overlap, and the ring fits in the scratch block;

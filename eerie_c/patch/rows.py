@@ -1,6 +1,6 @@
 """Row-band input (`--input-rows`): the image arrives row by row and never exists whole in RAM.
 
-A camera delivers rows, top to bottom, once each. With a patch stage (plan/patch.py) the first
+A camera delivers rows, top to bottom, once each. With a patch stage (patch/stage.py) the first
 layer only ever reads the input rows of the current row of tiles: the tiles run row-major over
 the grid, every tile of one grid row reads the same input rows (the rows a tile's first layer
 touches depend only on its output rows), and those ranges only move down from one grid row to
@@ -18,7 +18,7 @@ included), instead of the whole image:
 
 The ring lives at the start of the stage's scratch block, the patch buffers (and, in row
 bands, each layer's kernel scratch) after it, so the
-arena proof covers it as the stage's scratch, and plan/patch_rows_proof.py simulates this
+arena proof covers it as the stage's scratch, and patch/rows_proof.py simulates this
 protocol row by row to show that every input row a tile reads is in the ring when it runs.
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import EerieError
-from .patch import ALIGN, PatchPlan, _align
+from .stage import ALIGN, PatchPlan, _align
 
 MODES = ("whole", "rows")
 # Tiles per axis the planner tries with row-band input: a grid row of one output row keeps the
-# ring at the receptive field's height, so finer grids than plan/patch.py's MAX_GRID pay off.
+# ring at the receptive field's height, so finer grids than patch/stage.py's MAX_GRID pay off.
 MAX_GRID_ROWS = 12
 
 
@@ -79,7 +79,7 @@ def with_rows(stage: PatchPlan) -> PatchPlan:
     row_bytes = first.in_w * first.in_c
     ring_bytes = _align(ring_rows * row_bytes)
     rows = RowBands(first.in_h, row_bytes, ring_rows, ring_bytes, stage.grid[1], tuple(spans))
-    # row bands (kernels/_patch_tiles.py): each layer's kernel scratch moves past the ring too;
+    # row bands (patch/band_kernels.py): each layer's kernel scratch moves past the ring too;
     # the ring keeps the next grid row's halo rows between calls, so nothing may write there
     ks = None if stage.kernel_scratch is None else [(o + ring_bytes, b) for o, b in stage.kernel_scratch]
     return dataclasses.replace(stage, buf_offsets=[o + ring_bytes for o in stage.buf_offsets],

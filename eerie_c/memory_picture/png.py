@@ -1,7 +1,7 @@
-"""memory.png: a picture_scene.Scene rasterised with Pillow at 110 dpi.
+"""memory.png: a scene.Scene rasterised with Pillow at 110 dpi.
 
 Text uses Pillow's own embedded font (ImageFont.load_default at a size), so the pixels do not
-depend on the fonts a machine has installed; the layout was measured with picture_scene's
+depend on the fonts a machine has installed; the layout was measured with scene.py's
 widths, which are wider than that font's, so labels that fit in the SVG fit here too. That font has no bold face: the key's column
 titles are bold in the SVG only.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from functools import lru_cache
 
-from .picture_scene import Line, Polygon, Rect, Scene, Text, walk
+from .scene import Line, Polygon, Rect, Scene, Text, walk
 
 DPI = 110
 S = DPI / 72        # pixels per point

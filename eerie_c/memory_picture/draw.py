@@ -7,8 +7,8 @@ use: rectangle `buf-N`, its number `num-N`, a patch stage's loop `patch-loop-N` 
 buffers `patch-loop-N-part-K` and the bracket's label `patch-loop-N-label`, "x T tiles"), key cells `key-N-steps|bytes|offset|label`, the
 axes `x-axis` / `y-axis` with one `x-tick-N` / `y-tick-N` group (mark and label) per tick.
 
-The picture is a list of primitives (picture_scene) built here, then written as SVG text
-(picture_svg) and rasterised with Pillow (picture_png): no plotting library, a few tens of
+The picture is a list of primitives (scene.py) built here, then written as SVG text
+(svg.py) and rasterised with Pillow (png.py): no plotting library, a few tens of
 milliseconds, so it is drawn in the compiling process. Each band of the drawing (plot, marks,
 labels, key) is its own function over the same Geometry, so another band (per-tile buffers
 of a patch stage, say) is one more function.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..report_text import printable
-from .picture_labels import place_numbers
-from .picture_scene import PALETTE, Group, Line, Polygon, Rect, Scene, Text
+from .labels import place_numbers
+from .scene import PALETTE, Group, Line, Polygon, Rect, Scene, Text
 
 KEY_CHARS = 56          # label characters in the key
 PT = 72                 # points per inch
@@ -212,8 +212,8 @@ def memory_scene(mp: dict, name: str) -> Scene:
 
 def memory_files(mp: dict, name: str, stem: str = "memory") -> dict[str, bytes]:
     """{STEM.svg: ..., STEM.png: ...} from report.json's "memory_plan"."""
-    from .picture_png import to_png
-    from .picture_svg import to_svg
+    from .png import to_png
+    from .svg import to_svg
     scene = memory_scene(mp, name)
     return {f"{stem}.svg": to_svg(scene).encode(), f"{stem}.png": to_png(scene)}
 

@@ -1,16 +1,16 @@
 """Numbers (and short names) on the rectangles of memory.svg without overlaps.
 
 Every rectangle gets its key number. A label goes inside when it fits there (measured with
-picture_scene's text widths, rotated for tall narrow boxes, the name dropped before the number
+scene.py's text widths, rotated for tall narrow boxes, the name dropped before the number
 is); otherwise the number sits outside beside the box with a thin leader, at the first nearby
 place that covers no other label, rectangle or the plot's edge. Rectangles never overlap one
 another (the plan proves it), so labels kept inside their own box never collide.
 
-Boxes are (x0, y0, x1, y1) in points, y down, as in picture_scene.
+Boxes are (x0, y0, x1, y1) in points, y down, as in scene.py.
 """
 from __future__ import annotations
 
-from .picture_scene import Line, Text
+from .scene import Line, Text
 
 FS_IN = 6.5     # in-box label size (points)
 FS_OUT = 6.0    # outside number size

@@ -1,6 +1,6 @@
 """Row-band stages with *cached* halos: each layer's output rows are computed exactly once.
 
-A recomputing row-band stage (plan/patch.py make_plan) gives every band the whole receptive
+A recomputing row-band stage (patch/stage.py make_plan) gives every band the whole receptive
 field of its output rows, so the rows two consecutive bands of a layer share are computed
 twice (the stage's extra MACs). With full-width bands those shared rows are exactly the rows
 the next layer's window still needs from the previous band (kh - sh of them, dilation and the
@@ -24,7 +24,7 @@ stage:
     goes after them.
 
 A fused residual ADD (CONV_2D_ADD, layer m reading layer j's output as its skip at its own
-output rows; an ADD / SUB / MUL of two layers alike, plan/patch_ops.py) makes buffer j a
+output rows; an ADD / SUB / MUL of two layers alike, patch/ops.py) makes buffer j a
 buffer with two readers: layer j + 1's windows and layer m's skip
 read. It keeps rows from the first row either still needs; it never shares bytes (it is live
 from layer j to layer m within a step); layer m computes no row whose skip row layer j has not
@@ -38,20 +38,20 @@ later window reads them when sh is not a multiple of dh), and layer k + 1 comput
 its window's last tap, (kh - 1) dh rows below the first, is in.
 
 The extra MACs are 0 (or fewer MACs than layer by layer, when a VALID window never reads a
-row); what is paid instead is the moves and each step's calls. plan/patch_cache_proof.py
+row); what is paid instead is the moves and each step's calls. patch/cache_proof.py
 simulates the steps row by row, independently.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .patch import Layer, PatchPlan, _align, _bounds, out_shift, skips_of
+from .stage import Layer, PatchPlan, _align, _bounds, out_shift, skips_of
 
 
 @dataclass(frozen=True)
 class CachedBands:
-    """What the C does per step ("band") and layer beyond the layer's kernel (kernels/_patch_tiles.py
-    emits exactly these numbers, plan/patch_cache_proof.py checks them)."""
+    """What the C does per step ("band") and layer beyond the layer's kernel (patch/band_kernels.py
+    emits exactly these numbers, patch/cache_proof.py checks them)."""
     first_rows: tuple          # per band, per layer k < n-1: the image row buffer k's first row holds
     moves: tuple               # per band, per layer k < n-1: (source byte, bytes) moved to buffer k's top
     kept_rows: tuple           # per layer k < n-1: the most rows it keeps from one band to the next

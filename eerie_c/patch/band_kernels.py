@@ -1,4 +1,4 @@
-"""A patch stage of row bands (plan/patch.py, grid N x 1) run by the layers' own kernels.
+"""A patch stage of row bands (patch/stage.py, grid N x 1) run by the layers' own kernels.
 
 A row band of a layer is a smaller image: the input rows the band's windows touch (all the
 columns), the output rows of the band. So each layer of each band is lowered by the layer's
@@ -6,14 +6,14 @@ registered kernel (Helium on the M55, the DSP kernels on the M4/M7, ...) over th
 image, with the image's top padding only where the band starts at the image's top
 (`tile_window` in conv.py's window): the same arithmetic per output element as the whole
 layer, so the same bytes as TFLM. The layer kernels cost several times less per MAC than
-kernels/_patch.py's per-tile C, which is what lets a stage pay on Helium cores.
+patch/kernel.py's per-tile C, which is what lets a stage pay on Helium cores.
 
 Bands of one layer differ only in their row counts and top padding: each distinct
 (input rows, top padding, output rows) is lowered once, and a const table gives per band and
 layer which one runs and where its input and output start (bytes from the stage input, from
 the patch buffer or into the stage output). Patch buffers and each layer's kernel scratch
-(between the two buffers live at that layer) are placed by plan/patch.py and proven by
-plan/patch_proof.py.
+(between the two buffers live at that layer) are placed by patch/stage.py and proven by
+patch/proof.py.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import CompilerBug
 from ..ir import Op
-from . import REGISTRY, Lowered
+from ..kernels import REGISTRY, Lowered
 
 class _BandGraph:
     """The graph as one band's kernel sees it: the layer's input and output tensors cut to
@@ -42,7 +42,7 @@ class _BandGraph:
 
 
 def applies(stage) -> bool:
-    """Row bands only (plan/patch.py PatchPlan.bands): a band's rows are contiguous bytes."""
+    """Row bands only (patch/stage.py PatchPlan.bands): a band's rows are contiguous bytes."""
     return stage.bands
 
 
@@ -104,7 +104,7 @@ def band_scratch(stage, g, target: str, optimize: str, memo: dict | None = None)
     throw-away context): the planner's first guess, the whole layer's kernel's, may be short
     when a band takes another kernel path than the whole layer. memo: kept across the calls of
     one compile (the planner asks about many stages sharing layers and band shapes)."""
-    from . import LowerCtx
+    from ..kernels import LowerCtx
     ctx = None
     memo = {} if memo is None else memo
     out = []
@@ -187,7 +187,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
                   f"    const int32_t *const r = {cname} + t * {width * n};"]
     else:   # --input-rows: one call per band, in0 the ring of input rows from image row base_row
         lines += ["/* row-band input: one call runs band tile_row; in0 is the ring, whose first row is",
-                  " * image row base_row (plan/patch_rows_proof.py: the ring holds the band's rows) */",
+                  " * image row base_row (patch/rows_proof.py: the ring holds the band's rows) */",
                   "{", f"    const int32_t *const r = {cname} + tile_row * {width * n};"]
     first = stage.layers[0]
     for k, lay in enumerate(stage.layers):
@@ -197,7 +197,7 @@ def lower_bands(op, g, ctx, stage) -> Lowered:
         xin = "in0"
         lines.append(f"    {{   /* layer {k}: {name}, {lay.kind} over the band's rows */")
         if cache is not None and k < n - 1:   # the rows kept from the previous band to the top
-            lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (plan/patch_cache.py) */",
+            lines += [f"        if (r[{width * k + 5}] != 0) {{   /* the kept halo rows (patch/cache.py) */",
                       f"            memmove({dst}, {dst} + r[{width * k + 4}], (size_t)r[{width * k + 5}]);",
                       "        }"]
         if skips[k] is not None:   # a fused ADD or a binary op: the skip input's pointer

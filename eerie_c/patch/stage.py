@@ -3,7 +3,7 @@
 A layer-by-layer schedule never needs less RAM than its largest set of live activations, and on
 image models that peak sits in the first, high-resolution layers. A *patch stage* runs a prefix
 of the graph (a chain of int8 CONV_2D / DEPTHWISE_CONV_2D, batch 1, and in row bands pools,
-PAD and element-wise layers too: plan/patch_ops.py) tile by tile: the output of
+PAD and element-wise layers too: patch/ops.py) tile by tile: the output of
 the prefix's last layer is cut into a grid of tiles, and for each tile every layer computes only
 the region of its output that the tile needs (its receptive field, halo included), into small
 per-layer patch buffers. Only the prefix's input and output exist at full size; the intermediates
@@ -15,22 +15,22 @@ memory: the kernel adds the zero point's term itself, so the arithmetic is the l
 Patch buffer k holds layer k's region for the current tile, rows x cols x channels, row-major.
 Two buffers are live at once (layer k reads buffer k-1 and writes buffer k), so they go at the
 two ends of one scratch block of S = max(size(k-1) + size(k)) bytes: even k at offset 0, odd k
-ending at S. plan/patch_proof.py checks all of this independently of this module.
+ending at S. patch/proof.py checks all of this independently of this module.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..kernels.window import out_size, pad_before   # TFLite's output size and padding, as the kernels use them
-from . import patch_ops   # pools, PAD and element-wise layers (row bands only)
-from .patch_ops import main_input, skip_input
+from . import ops as layer_ops   # pools, PAD and element-wise layers (row bands only)
+from .ops import main_input, skip_input
 
 ALIGN = 16
 # CONV_2D_ADD (a convolution with its residual ADD fused, passes/fuse_conv_add.py) only in
-# row bands, whose layers run their own kernels (kernels/_patch_tiles.py); its skip input must
+# row bands, whose layers run their own kernels (patch/band_kernels.py); its skip input must
 # be an earlier layer's output in the stage, read at the layer's own output region
 CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
-KINDS = CONVS + patch_ops.KINDS
+KINDS = CONVS + layer_ops.KINDS
 MAX_GRID = 8        # tiles per axis the planner tries
 MAX_BANDS = 16      # row bands (grid N x 1) it tries: cheap per band with the layers' kernels
 MAX_PREFIX = 12     # layers the planner tries in one stage
@@ -93,28 +93,28 @@ class PatchPlan:
     # a later tile still reads (out_shift below). Used when the input lives in the arena and
     # nothing after the stage reads it (plan/lifetimes.py, "shift" layout).
     shift: int | None = None
-    # Row bands (kernels/_patch_tiles.py): per layer, (offset, bytes) in the scratch block of
+    # Row bands (patch/band_kernels.py): per layer, (offset, bytes) in the scratch block of
     # its own kernel's scratch, in the gap between the two patch buffers live at that layer
     # (the one it reads, the one it writes); None for the per-tile C, which needs none.
     kernel_scratch: list[tuple[int, int]] | None = None
     # per layer: the index in `tensors` of the skip input its fused ADD reads (CONV_2D_ADD),
     # or None
     skips: list[int | None] | None = None
-    # Row-band input (plan/patch_rows.py RowBands): the stage input is a ring of rows at the
+    # Row-band input (patch/rows.py RowBands): the stage input is a ring of rows at the
     # start of the scratch block instead of a whole tensor; None: the whole input.
     rows: object = None
-    # Cached halos (plan/patch_cache.py CachedBands): row bands whose layers compute each
+    # Cached halos (patch/cache.py CachedBands): row bands whose layers compute each
     # output row once, the rows the next band reads again kept in the buffers; None: recomputed.
     cache: object = None
     # Row bands: the layers (indices) whose kernels run their low-scratch variant (a
     # depthwise without sign-extended rows, kernels/depthwise.py), chosen by
-    # plan/patch_choice.py when the layer's scratch sets the stage's and the arena shrinks.
+    # patch/choice.py when the layer's scratch sets the stage's and the arena shrinks.
     low_scratch: frozenset = frozenset()
 
     @property
     def bands(self) -> bool:
         """Row bands (grid N x 1, every region all of its layer's columns): each layer then
-        runs its own kernel over the band (kernels/_patch_tiles.py), costed so (estimate.py)."""
+        runs its own kernel over the band (patch/band_kernels.py), costed so (estimate.py)."""
         return self.kernel_scratch is not None
 
     @property
@@ -135,8 +135,8 @@ def layer_of(op, g) -> Layer | None:
     this module does not know)."""
     if op.kind not in KINDS or op.attrs.get("alias_of_input") or len(op.outputs) != 1:
         return None
-    if op.kind in patch_ops.KINDS:
-        args = patch_ops.layer_args(op, g, out_size, pad_before)
+    if op.kind in layer_ops.KINDS:
+        args = layer_ops.layer_args(op, g, out_size, pad_before)
         return None if args is None else Layer(*args)
     xi = 1 if op.kind == "CONV_2D_ADD" else 0
     if len(op.inputs) < xi + 2 or any(t is None for t in op.inputs[:xi + 2]):
@@ -192,7 +192,7 @@ def chain_prefix(g) -> tuple[list, list[Layer]]:
             if skip is not None and not g.t(skip).is_const and skip not in [o.outputs[0] for o in ops]:
                 break   # a skip input must be an earlier layer's output (not the stage input)
         elif op.inputs[0] in g.outputs or op.kind == "CONV_2D_ADD" \
-                or main_input(op, g, op.inputs[0]) != op.inputs[0] or patch_ops.two_activations(op, g):
+                or main_input(op, g, op.inputs[0]) != op.inputs[0] or layer_ops.two_activations(op, g):
             break   # (the stage input is the first op's input 0, and no skip can precede it)
         ops.append(op)
         layers.append(lay)
@@ -253,7 +253,7 @@ def tile_regions(layers: list[Layer], grid: tuple[int, int], skips=None) -> list
 
 def make_plan(ops, layers: list[Layer], grid: tuple[int, int], kernel_scratch=None) -> PatchPlan | None:
     """kernel_scratch: per layer, the scratch bytes of its layer-by-layer kernel, which its
-    kernel over a row band needs at most (kernels/_patch_tiles.py checks it). None when the
+    kernel over a row band needs at most (patch/band_kernels.py checks it). None when the
     stage cannot run so: a fused ADD outside row bands, or three buffers live at once."""
     n = len(layers)
     grid = (max(1, min(grid[0], layers[-1].out_h)), max(1, min(grid[1], layers[-1].out_w)))
@@ -262,7 +262,7 @@ def make_plan(ops, layers: list[Layer], grid: tuple[int, int], kernel_scratch=No
     sizes = [_align(max(t[k][2] * t[k][3] for t in tiles) * layers[k].out_c) for k in range(n - 1)]
     bands = grid[1] == 1 and all(r[1] == 0 and r[3] == lay.out_w for t in tiles for r, lay in zip(t, layers))
     if (any(s is not None for s in skips) or any(lay.kind not in CONVS[:2] for lay in layers)) and not bands:
-        return None   # the per-tile C (kernels/_patch.py) has convolutions only, no fused ADD
+        return None   # the per-tile C (patch/kernel.py) has convolutions only, no fused ADD
     if any(r[2] < 1 for t in tiles for r in t):
         return None   # a layer with no row to compute (a band in a PAD's padding): cached stages only
     inner = [_align(b) for b in (kernel_scratch or [0] * n)] if bands else [0] * n
@@ -294,7 +294,7 @@ def out_shift(layers: list[Layer], tiles) -> int:
     first, last = layers[0], layers[-1]
     row_in, row_out = first.in_w * first.in_c, last.out_w * last.out_c
     reads, writes = [], []
-    big = first.in_h * row_in   # a step of a cached stage (plan/patch_cache.py) may compute no
+    big = first.in_h * row_in   # a step of a cached stage (patch/cache.py) may compute no
     for regs in tiles:          # row of the first or the last layer: it reads / writes nothing
         y0, x0, rows, cols = first.needs(regs[0]) if regs[0][2] > 0 else (first.in_h, 0, 0, 0)
         reads.append(min(y0 * row_in + x0 * first.in_c, big))
@@ -315,16 +315,16 @@ def candidates(g, total_macs: int, max_recompute: float, growth=None, kernel_scr
                adapt=None, max_grid: int = MAX_GRID, cached=None) -> tuple[list[PatchPlan], list[dict]]:
     """For each prefix length (at least two layers), the grid with the smallest patch
     buffers whose cost stays within max_recompute percent (ties: fewer tiles); the planner then
-    compares whole arenas (patch_choice.py). The cost is growth(plan), the estimated
+    compares whole arenas (patch/choice.py). The cost is growth(plan), the estimated
     instruction growth of the whole model in percent (pipeline, estimate.py), or where that is
     None (no estimate for the target) the halo recomputation's extra MACs in percent of the
     model's, which also bound it where the estimate is lower (uncalibrated per-tile costs on
     the M3 / RISC-V, estimate.py). kernel_scratch: per layer of the prefix, its kernel's
     scratch bytes (make_plan). adapt(plan): the plan as it will run (a ring of input rows,
-    plan/patch_rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
+    patch/rows.py), whose scratch is what the grids are compared by; max_grid: tiles per
     axis tried (row bands: up to MAX_BANDS, or max_grid if larger). Returns (those plans, per
     prefix length without one: the cheapest grid refused). cached(ops, layers, bands,
-    kernel_scratch): the same row bands with cached halos (plan/patch_cache.py) or None, a
+    kernel_scratch): the same row bands with cached halos (patch/cache.py) or None, a
     further candidate of each N x 1 grid, compared with the recomputing one by the same key."""
     ops, layers = chain_prefix(g)
     out, refused = [], []

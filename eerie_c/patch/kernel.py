@@ -1,4 +1,4 @@
-"""The C of a patch stage (plan/patch.py): one function that runs the stage's int8 CONV_2D /
+"""The C of a patch stage (patch/stage.py): one function that runs the stage's int8 CONV_2D /
 DEPTHWISE_CONV_2D layers tile by tile, from a const table of per-tile regions, through patch
 buffers in its scratch block (templates/kernels/patch_stage_s8.c.j2).
 
@@ -13,14 +13,14 @@ import numpy as np
 
 from ..errors import CompilerBug
 from ..templating import render
-from . import Lowered, c_comment, c_ident
-from ._conv_rules import folded_bias
-from ._dsp import acc_bound, fast_requant_consts, has_dsp
-from ._quant import activation_range_int, per_channel_multipliers
-from .conv import conv_operands, int8_requant_vars
-from .window import op_what
-from .depthwise import dsp_weights
-from ._patch_tiles import applies as bands_apply, lower_bands
+from ..kernels import Lowered, c_comment, c_ident
+from ..kernels._conv_rules import folded_bias
+from ..kernels._dsp import acc_bound, fast_requant_consts, has_dsp
+from ..kernels._quant import activation_range_int, per_channel_multipliers
+from ..kernels.conv import conv_operands, int8_requant_vars
+from ..kernels.window import op_what
+from ..kernels.depthwise import dsp_weights
+from .band_kernels import applies as bands_apply, lower_bands
 
 
 def _layer_vars(op, g, ctx, lay) -> dict:
@@ -79,13 +79,13 @@ def _layer_vars(op, g, ctx, lay) -> dict:
 
 def lower_patch_stage(op, g, ctx) -> Lowered:
     stage = op.attrs["patch"]
-    if bands_apply(stage):   # row bands: each layer's own kernel per band (_patch_tiles.py)
+    if bands_apply(stage):   # row bands: each layer's own kernel per band (patch/band_kernels.py)
         return lower_bands(op, g, ctx, stage)
     if any(s is not None for s in (stage.skips or [])):
-        raise CompilerBug("patch stage: a fused ADD outside row bands (plan/patch.py make_plan refuses it)")
+        raise CompilerBug("patch stage: a fused ADD outside row bands (patch/stage.py make_plan refuses it)")
     if any(lay.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D") for lay in stage.layers):
         raise CompilerBug("patch stage: a pool, PAD or element-wise layer outside row bands "
-                          "(plan/patch.py make_plan refuses it)")
+                          "(patch/stage.py make_plan refuses it)")
     n = len(stage.layers)
     layers = []
     outer = ctx.layer

@@ -1,11 +1,11 @@
-"""memory.svg: a picture_scene.Scene written as SVG text, one element per line (readable and
+"""memory.svg: a scene.Scene written as SVG text, one element per line (readable and
 diffable; the same scene always gives the same bytes). Element ids are kept: `buf-N` is a
 <rect>, texts with an id are a <g> holding one <text> per line."""
 from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from .picture_scene import Group, Line, Polygon, Rect, Scene, Text, walk
+from .scene import Group, Line, Polygon, Rect, Scene, Text, walk
 
 FONT = "'DejaVu Sans', Verdana, Arial, sans-serif"
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"

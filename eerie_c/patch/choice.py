@@ -1,4 +1,4 @@
-"""The planner's choice of a patch stage (plan/patch.py): which prefix, which grid, or none.
+"""The planner's choice of a patch stage (patch/stage.py): which prefix, which grid, or none.
 
 The bound (--max-recompute PCT) is on the estimated instructions of the whole model: the stage's
 per-tile kernel costs more per MAC than the layer-by-layer kernels on most targets (far more on
@@ -17,11 +17,11 @@ import dataclasses
 import functools
 
 from ..ir import Op
-from .arena import Plan, live_bytes, plan_memory
-from .lifetimes import buffers
+from ..plan.arena import Plan, live_bytes, plan_memory
+from ..plan.lifetimes import buffers
 from ..errors import EerieError
-from .patch import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
-from .patch_cache import make_cached_plan, summary as cache_summary
+from .stage import MAX_GRID, PatchPlan, candidates, chain_prefix, closed, make_plan, summary
+from .cache import make_cached_plan, summary as cache_summary
 
 STAGE = "PATCH_STAGE"
 
@@ -31,7 +31,7 @@ def collapse(g, stage: PatchPlan):
     n = len(stage.ops)
     first = stage.ops[0]
     attrs = {"patch": stage}
-    if stage.shift is not None:   # what lowering will say too (kernels/_patch.py)
+    if stage.shift is not None:   # what lowering will say too (patch/kernel.py)
         attrs["inplace_of_input"] = "shift"
     op = Op(STAGE, [stage.tensors[0]], [stage.tensors[-1]], attrs,
             name=f"patch_stage_{first.index}_{stage.ops[-1].index}", index=first.index,
@@ -56,9 +56,9 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     to use exactly that stage whatever it costs (tests, experiments). growth(plan): the
     estimated instruction growth in percent of est_before, the model's estimate layer by layer
     (None for a target without an estimate). band_scratch(plan): per layer, the scratch its
-    kernels over the plan's row bands need (kernels/_patch_tiles.py); a candidate planned with
+    kernels over the plan's row bands need (patch/band_kernels.py); a candidate planned with
     less (the layer-by-layer kernel's) is planned again with it. adapt(plan): the candidate as
-    it will run (plan/patch_rows.py with_rows: a ring of input rows in its scratch), before
+    it will run (patch/rows.py with_rows: a ring of input rows in its scratch), before
     planning."""
     tried, refused = [], []
     best = None
@@ -224,7 +224,7 @@ def _pct(growth, cand: PatchPlan) -> float | None:
 
 def placed_overlap(g, plan: Plan, stage: PatchPlan) -> int:
     """Bytes the stage output shares with the stage input in the final plan (the "shift"
-    layout, plan/patch.py out_shift), 0 when the planner kept them apart."""
+    layout, patch/stage.py out_shift), 0 when the planner kept them apart."""
     a, b = plan.tensors[stage.tensors[0]], plan.tensors[stage.tensors[-1]]
     if a.base != "arena" or b.base != "arena":
         return 0

@@ -1,5 +1,5 @@
 """The drawing primitives memory.svg and memory.png are made of, and the text metrics the layout
-uses (picture.py builds a list of these; picture_svg.py and picture_png.py render the same list,
+uses (draw.py builds a list of these; svg.py and png.py render the same list,
 so the two files always show the same thing).
 
 Coordinates are points (1/72 inch, the SVG's unit), y down. Text is measured with fixed advance

@@ -1,4 +1,4 @@
-"""Independent check of every patch stage (plan/patch.py) in a planned graph.
+"""Independent check of every patch stage (patch/stage.py) in a planned graph.
 
 proof.py proves the arena around a stage: the stage is one op that reads its input tensor,
 writes its output tensor and owns one scratch block at its step. This proves what happens
@@ -16,7 +16,7 @@ tensor shapes), never from the planner's geometry:
     buffer of the previous layer's output, written by this tile and not overwritten since, or
     come from the stage input; a layer never writes bytes that hold its own input;
   * the tiles' final regions cover the stage output exactly once;
-  * row bands (each layer's own kernel over the band, kernels/_patch_tiles.py): every region
+  * row bands (each layer's own kernel over the band, patch/band_kernels.py): every region
     spans all its layer's columns, and each layer's kernel scratch lies in the block, aligned,
     clear of the patch buffer it reads and the one it writes for the tile.
 """
@@ -254,12 +254,12 @@ def prove_patches(g, plan, scratch_steps: dict[str, int]) -> dict | None:
         block = plan.scratch[blocks[0]].size
         geo = _prove_chain(g, op, stage, where)
         if getattr(stage, "cache", None) is not None:   # row bands with cached halos
-            from .patch_cache_proof import prove_cached
+            from .cache_proof import prove_cached
             prove_cached(stage, geo, block, where)
         else:
             _prove_tiles(stage, geo, block, where)
         if getattr(stage, "rows", None) is not None:   # --input rows: the ring of input rows
-            from .patch_rows_proof import prove_rows
+            from .rows_proof import prove_rows
             g0 = geo[0]
 
             def touched(regions, g0=g0):
