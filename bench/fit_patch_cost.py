@@ -4,7 +4,7 @@ after every layer, bench/profile_layers.py) on one board. The planner's bound co
 stage *as run* with the prefix's layers *layer by layer* (estimate.py stage_growth), so both
 sides need refitting whenever kernels change speed:
 
-- `--layers`: the layer-by-layer int8 costs (estimate.py COSTS[(family, False)] for CONV_2D,
+- `--layers`: the layer-by-layer int8 costs (estimate_costs.py COSTS[(family, False)] for CONV_2D,
   CONV_2D_ADD, DEPTHWISE_CONV_2D): per kind, instructions = per_mac x MACs + per_out x output
   elements + per_in x input elements + fixed, non-negative least squares over every layer of vww_96_int8, kws_ref_model,
   pretrainedResnet_quant and issue 19's person detector;
@@ -18,7 +18,7 @@ sides need refitting whenever kernels change speed:
   CACHED_STEP and the low-scratch depthwise's DEPTHWISE_CONV_2D_LOW, on mps2-an386 and
   mps3-an547 (or the --board given), with held-out stages.
 
-Each prints the fit to paste into eerie_c/estimate.py and every sample's estimate against
+Each prints the fit to paste into eerie_c/estimate_costs.py and every sample's estimate against
 its measurement. After a kernel gets faster or slower (issue 15's helpers), rerun
 
     python bench/fit_patch_cost.py --layers [--board mps2-an386]    # paste COSTS rows
