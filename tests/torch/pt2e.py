@@ -122,6 +122,51 @@ def island_input_step(graph) -> float:
     return max(steps, default=0.0)
 
 
+def island_sensitivity(cm, xs: np.ndarray, trials: int = 3, seed: int = 0) -> float:
+    """How far one step of int8 rounding where float islands start moves the converted
+    program's output: the largest output change over `trials` runs in which every activation
+    DEQUANTIZE feeding a float op (an island's entry) is moved by one step of its scale, up or
+    down at random per element. A layer norm over a nearly constant row divides such a step by
+    the row's spread, so its island turns one step of its int8 input (which the contract
+    allows) into many output steps; this measures that gain instead of assuming it is 1."""
+    import torch.fx as fx
+    qd = torch.ops.quantized_decomposed
+    quant = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
+    deq = {qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor}
+
+    def float_user(u) -> bool:   # an op on the dequantized value whose result is not requantized
+        return u.op == "output" or (u.op == "call_function" and u.target not in quant and not any(
+            w.op == "call_function" and w.target in quant for w in u.users))
+    entries = {n for n in cm.graph.nodes if n.op == "call_function" and n.target in deq
+               and isinstance(n.args[0], fx.Node) and n.args[0].op == "call_function"
+               and n.args[0].target in quant and any(float_user(u) for u in n.users)}
+    if not entries:
+        return 0.0
+    gen = torch.Generator().manual_seed(seed)
+
+    class Nudged(fx.Interpreter):
+        def run_node(self, n):
+            v = super().run_node(n)
+            if n in entries:
+                scale = n.args[1]
+                scale = float(self.env[scale] if isinstance(scale, fx.Node) else scale)
+                sign = torch.randint(0, 2, v.shape, generator=gen).to(v.dtype) * 2 - 1
+                v = v + sign * scale
+            return v
+
+    worst = 0.0
+    with torch.no_grad():
+        for _ in range(trials):
+            for x in xs:
+                t = torch.tensor(x)
+                base, moved = cm(t), Nudged(cm).run(t)
+                base = base[0] if isinstance(base, (tuple, list)) else base
+                moved = moved[0] if isinstance(moved, (tuple, list)) else moved
+                d = (moved - base).abs()
+                worst = max(worst, float(d[torch.isfinite(d)].max()) if torch.isfinite(d).any() else 0.0)
+    return worst
+
+
 def assert_contract(got: np.ndarray, ref: np.ndarray, step: float, classifier: bool = False,
                     max_steps: int = 1) -> float:
     """Every element within one output step (`max_steps` where a documented compounding allows

@@ -95,3 +95,36 @@ COND_MBCONV_PROGRAM = {
 
 def test_pt2e_cond_mbconv_region_tensors(tmp_path):
     check_program(COND_MBCONV_PROGRAM, tmp_path)
+
+
+# Campaign seed 20261129, torch cases 46 and 52 (docs/testing.md), case 46 shrunk: a conv over
+# a 1x1 image padded by 3, then a layer norm over rows of 5 (a float island: XNNPACK leaves
+# layer_norm in float). Not a miscompile: the conv alone is within one step of the converted
+# module, as the int8 contract allows, but most rows hold one to three nonzero values, so the
+# norm divides a one-step difference by a tiny spread (6 and 15 output steps). The tester took
+# a float island's gain as 1; it now measures it (pt2e.island_sensitivity: the output change
+# when the island's int8 inputs move by one step) and counts that as a step too.
+LN_ISLAND_PROGRAM = {
+    "flavour": "pt2e-xnnpack", "dom": "img", "shape": [1, 1, 1, 1], "seed": 234394671,
+    "specs": [{"kind": "conv", "out": 21, "k": 3, "stride": 1, "dil": 1, "groups": 1, "pad": 3,
+               "mode": "zeros", "bias": False, "seed": 1386484778},
+              {"kind": "norm", "norm": "ln", "dims": 1, "seed": 687641760}]}
+
+
+def test_layer_norm_island_gain_is_measured(tmp_path):
+    import sys
+    from pathlib import Path
+    import numpy as np
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+    from difftest.torch_programs import TorchProgram
+    from pt2e import eager, island_sensitivity, quantize
+    d = LN_ISLAND_PROGRAM
+    check_program(d, tmp_path / "whole")
+    check_program(dict(d, specs=d["specs"][:1]), tmp_path / "conv")   # the int8 part alone
+    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
+                        specs=d["specs"], seed=d["seed"])
+    xs = prog.inputs()
+    cm, _ = quantize(prog.module(), torch.tensor(xs[0]), "xnnpack", seed=prog.seed % 1000)
+    ref = eager(cm, xs)
+    # the gain the old contract missed: one input step moves outputs by more than 4 of its steps
+    assert island_sensitivity(cm, xs) > 4 * float(np.abs(ref).max()) / 127

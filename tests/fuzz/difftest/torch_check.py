@@ -14,7 +14,8 @@ from .torch_layers import Unfit
 
 
 def _reference(prog, xs):
-    """(exported program, example input, reference outputs), or raise: the generator's fault."""
+    """(exported program, reference outputs, the int8 program's island sensitivity as a
+    callable or None), or raise: the generator's fault."""
     import torch
     m = prog.module()
     x0 = torch.tensor(xs[0])
@@ -23,12 +24,12 @@ def _reference(prog, xs):
         if prog.flavour == "float":
             with torch.no_grad():
                 ref = np.stack([m(torch.tensor(x)).numpy() for x in xs])
-            return torch.export.export(m, (x0,)), ref
-        from pt2e import eager, quantize
+            return torch.export.export(m, (x0,)), ref, None
+        from pt2e import eager, island_sensitivity, quantize
         from .torch_programs import QUANTIZER
         cm, ex = quantize(m, x0, QUANTIZER[prog.flavour], seed=prog.seed % 1000)
         ref = eager(cm, xs)
-        return torch.export.export(cm, (ex,)), ref
+        return torch.export.export(cm, (ex,)), ref, lambda: island_sensitivity(cm, xs)
 
 
 def _worst(got, ref, err, what) -> core.Outcome:
@@ -55,7 +56,7 @@ def compare_float(got, ref, rtol=1e-5) -> core.Outcome:
     return core.Outcome(core.MATCH, f"max err {err.max(initial=0.0):.3g}", float(err.max(initial=0.0)))
 
 
-def compare_int8(got, ref, graph) -> core.Outcome:
+def compare_int8(got, ref, graph, sensitivity=None) -> core.Outcome:
     from pt2e import output_step
     from .torch_programs import INT8_STEPS, INT8_WITHIN_ONE
     step = output_step(graph)
@@ -64,9 +65,11 @@ def compare_int8(got, ref, graph) -> core.Outcome:
         # A float island at the end: its inputs carry the int8 steps before it, so a step is
         # the larger of the output's range over 127 and the island's input step (a tanh at the
         # end turns one step of its input's rounding into up to one input step of output).
+        # An island with a gain (a layer norm over a nearly constant row) makes a step of its
+        # input many: its measured sensitivity to one step there is a step too.
         from pt2e import island_input_step
         step = max(float(np.abs(ref[np.isfinite(ref)]).max(initial=0.0)) / 127,
-                   island_input_step(graph)) or 1e-30
+                   island_input_step(graph), sensitivity() if sensitivity else 0.0) or 1e-30
         what = "float-island output"
     else:
         what = "int8 output"
@@ -90,7 +93,7 @@ def check(prog, target: str, workdir: Path) -> core.Outcome:
     workdir.mkdir(parents=True, exist_ok=True)
     xs = prog.inputs()
     try:
-        ep, ref = _reference(prog, xs)
+        ep, ref, sensitivity = _reference(prog, xs)
         torch.export.save(ep, str(workdir / "program.pt2"))
     except Unfit as e:
         return core.Outcome(core.INVALID, f"unfit: {e}")
@@ -108,7 +111,8 @@ def check(prog, target: str, workdir: Path) -> core.Outcome:
     run_dir.mkdir(exist_ok=True)
     outs = _run_host(res, arrays, run_dir) if brd is None else _run_board(res, brd, arrays, run_dir, None)
     got = outs[0].reshape(ref.shape)
-    return compare_float(got, ref) if prog.flavour == "float" else compare_int8(got, ref, res.graph)
+    return compare_float(got, ref) if prog.flavour == "float" else compare_int8(got, ref, res.graph,
+                                                                             sensitivity)
 
 
 REPRO = '''"""Differential-tester reproducer: {describe}
