@@ -187,7 +187,8 @@ CACHED_STEP = {"dsp": 0, "mve": 0}
 # the int8 element-wise kernels that clamp (vectorizable), and those that look each value up
 # in a table (kernels/unary.py, logistic_tanh.py: scalar on every core)
 CLAMPS = ("RELU", "RELU6", "RELU_N1_TO_1")
-TABLE_LOOKUPS = ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU", "ELU", "ABS", "RSQRT")
+TABLE_LOOKUPS = ("HARD_SWISH", "LOGISTIC", "TANH", "LEAKY_RELU", "ELU", "ABS", "RSQRT", "TABLE_LOOKUP",
+                 "CHANNEL_TABLE")
 # per output element of an element-wise layer in a row-band stage, beyond its layer estimate:
 # layer by layer gcc -O2 auto-vectorizes a plain clamp with Helium (the arena offsets are
 # constants, so in0 and out0 are known apart), over a band it cannot (the offsets come from

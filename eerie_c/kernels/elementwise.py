@@ -39,6 +39,38 @@ def _signed(v: int) -> str:
     return "" if v == 0 else (f" + {v}" if v > 0 else f" - {-v}")
 
 
+def int8_params(kind: str, a, b, y) -> dict:
+    """TFLM's int8 multipliers and shifts of ADD / SUB / MUL (the module docstring), from the
+    float32 scales in double precision: MUL one (mult, shift); ADD / SUB the two inputs' and
+    the output's, and the inputs' left shift as a factor."""
+    s1, s2, so = (float(np.float32(t.scale)) for t in (a, b, y))
+    if kind == "MUL":
+        m, s = quantize_multiplier(s1 * s2 / so)
+        return dict(mult=[m], shift=[s])
+    twice_max = 2.0 * max(s1, s2)
+    m1, sh1 = quantize_multiplier(s1 / twice_max)
+    m2, sh2 = quantize_multiplier(s2 / twice_max)
+    mo, sho = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so))
+    return dict(mult=[m1, m2, mo], shift=[sh1, sh2, sho], left=1 << ADD_LEFT_SHIFT)
+
+
+def int8_values(kind: str, q: dict, va, vb, za: int, zb: int, zo: int, lo: int, hi: int) -> list[int]:
+    """The int8 results binary_s8.c.j2 computes (TFLM's arithmetic, eerie_requantize as
+    _dsp.tflite_requantize) for the operand pairs (va[k], vb[k]): compile-time evaluation."""
+    from ._dsp import tflite_requantize as rq
+    out = []
+    for x, w in zip(va, vb):
+        ta, tb = int(x) - za, int(w) - zb
+        if kind == "MUL":
+            acc = rq(ta * tb, q["mult"][0], q["shift"][0])
+        else:
+            ta = rq(ta * q["left"], q["mult"][0], q["shift"][0])
+            tb = rq(tb * q["left"], q["mult"][1], q["shift"][1])
+            acc = rq(ta + tb if kind == "ADD" else ta - tb, q["mult"][2], q["shift"][2])
+        out.append(min(max(acc + zo, lo), hi))
+    return out
+
+
 def _lower_binary(op, g, ctx):
     kind = op.kind
     a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
@@ -63,16 +95,7 @@ def _lower_binary(op, g, ctx):
 
     if a.quant is None or b.quant is None or y.quant is None:
         raise EerieError(f"{kind} {op.name!r}: int8 tensors without quantization parameters")
-    s1, s2, so = (float(np.float32(t.scale)) for t in (a, b, y))
-    if kind == "MUL":
-        m, s = quantize_multiplier(s1 * s2 / so)
-        q = dict(mult=[m], shift=[s])
-    else:
-        twice_max = 2.0 * max(s1, s2)
-        m1, sh1 = quantize_multiplier(s1 / twice_max)
-        m2, sh2 = quantize_multiplier(s2 / twice_max)
-        mo, sho = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so))
-        q = dict(mult=[m1, m2, mo], shift=[sh1, sh2, sho], left=1 << ADD_LEFT_SHIFT)
+    q = int8_params(kind, a, b, y)
     act_min, act_max = activation_range_int(act, y)
     if kind == "ADD" and has_mve(ctx.target):   # cortex-m55: Helium ADD (_mve_add.py)
         low = lower_add_mve(ctx, a, b, y, srcs, inputs, act_min, act_max)

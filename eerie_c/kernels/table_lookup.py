@@ -1,4 +1,5 @@
-"""TABLE_LOOKUP: an int8 -> int8 function given as its 256 results.
+"""TABLE_LOOKUP: an int8 -> int8 function given as its 256 results (also made by
+passes/channel_tables.py for an int8 ADD / SUB / MUL by one constant).
 
 The PyTorch frontend makes it (frontend/torch/lut_regions.py) for a PT2E program's element-wise
 float computation on one int8 tensor, ending in a QUANTIZE: tanh between its dequantize and
@@ -25,6 +26,6 @@ def _lower(op, g, ctx):
     if x.size != y.size:
         raise EerieError(f"TABLE_LOOKUP {op.name!r}: {x.size} input values but {y.size} outputs")
     what = op.attrs.get("function", "table")
-    name = ctx.const(table, "int8_t", "lut", f"{what} for inputs -128..127 (computed by torch)")
+    name = ctx.const(table, "int8_t", "lut", f"{what} for inputs -128..127")
     body = render("kernels/unary_lut_s8.c.j2", size=x.size, table=name, what=what)
     return Lowered(body=body, inputs=[x.id], outputs=[y.id])

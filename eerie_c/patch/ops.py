@@ -11,7 +11,7 @@ convolutions (patch.py layer_of) these ops fit that geometry too:
     padding is the pad amounts; its output is larger than its input, and an output row in the
     padding reads no input row at all (a band of such rows only writes the pad value);
   * int8 unary element-wise ops (RELU, RELU6, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, a
-    requantizing QUANTIZE, ...) and ADD / SUB / MUL with a constant operand that does not vary
+    requantizing QUANTIZE, the tables of passes/channel_tables.py, ...) and ADD / SUB / MUL with a constant operand that does not vary
     over height or width, or with an earlier layer of the stage as the other operand (its
     skip input, as a fused ADD's): a 1x1 window, stride 1, no padding, input and output of one
     shape.
@@ -29,7 +29,7 @@ POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
 PADS = ("PAD", "PADV2")
 # int8 -> int8 element-wise ops with a kernel that is a function of the element alone
 UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
-         "QUANTIZE", "ABS", "ELU", "RSQRT")
+         "QUANTIZE", "ABS", "ELU", "RSQRT", "TABLE_LOOKUP", "CHANNEL_TABLE")
 # int8 ADD / SUB / MUL with a constant operand broadcast over height and width (a per-channel
 # or scalar constant): per element like a unary op
 BINARY = ("ADD", "SUB", "MUL")

@@ -36,7 +36,7 @@ CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D_ADD")
 POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
 PADS = ("PAD", "PADV2")
 UNARY = ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
-         "QUANTIZE", "ABS", "ELU", "RSQRT")
+         "QUANTIZE", "ABS", "ELU", "RSQRT", "TABLE_LOOKUP", "CHANNEL_TABLE")
 # with a constant operand the same for every row and column, or with a skip input
 BINARY = ("ADD", "SUB", "MUL")
 

@@ -56,9 +56,14 @@ def const_op(kind, cshape, first=False, act="NONE"):
     return ("const", (kind, cshape, first), (1, 1), (1, 1), None, (1, 1), act, None)
 
 
-# ADD / SUB / MUL with a constant the same for every pixel (per channel, scalar), either side
+# ADD / SUB / MUL with a constant the same for every pixel (per channel, scalar), either side.
+# passes/channel_tables.py makes each a table (CHANNEL_TABLE / TABLE_LOOKUP) and folds the MUL
+# and the SUB after it into one, so the stage's 6 ops are 5 layers; with 40 channels (past the
+# tables' size limit) they stay ADD / SUB / MUL (the scalar SUB a table) and the stage has 6.
 CONST_OPS = ([conv(6, act="NONE"), const_op("ADD", (6,), act="RELU"), dw(), const_op("MUL", (1, 1, 1, 6), True),
               const_op("SUB", (), False), conv(4)], (1, 15, 11, 3))
+CONST_OPS_WIDE = ([conv(40, act="NONE"), const_op("ADD", (40,), act="RELU"), dw(),
+                   const_op("MUL", (1, 1, 1, 40), True), const_op("SUB", (), False), conv(4)], (1, 9, 7, 3))
 
 
 def skip_op(kind, index, first=False, act="NONE"):
@@ -88,7 +93,8 @@ HOST = [(MAXPOOL, (3, (4, 1))), (MAXPOOL, (3, (5, 1), "cached")), (MAXPOOL, (2, 
         (PAD_LAST, (2, (9, 1), "cached"))] + \
        [(unary_chain(k), (3, (4, 1))) for k in ("RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC")] + \
        [(unary_chain(k), (3, (5, 1), "cached")) for k in ("RELU6", "TANH", "QUANTIZE", "RELU")] + \
-       [(CONST_OPS, (6, (3, 1))), (CONST_OPS, (6, (5, 1), "cached")), (SKIP_ADD, (3, (3, 1))),
+       [(CONST_OPS, (5, (3, 1))), (CONST_OPS, (5, (5, 1), "cached")), (CONST_OPS_WIDE, (6, (3, 1))),
+        (SKIP_ADD, (3, (3, 1))),
         (SKIP_ADD, (3, (15, 1))), (SWISH, (3, (4, 1))), (SKIP_SUB, (4, (5, 1)))]
 
 
@@ -247,7 +253,7 @@ def test_auto_chooses_a_stage_through_the_max_pool(board_tools, tmp_path):
 
 BOARD_CASES = [(MAXPOOL, (3, (4, 1))), (AVGPOOL, (3, (6, 1), "cached")),
                (PAD_FIRST, (3, (11, 1), "cached")), (unary_chain("LEAKY_RELU"), (3, (4, 1))),
-               (CONST_OPS, (6, (5, 1), "cached")), (SKIP_ADD, (3, (3, 1))), (SWISH, (3, (4, 1)))]
+               (CONST_OPS, (5, (5, 1), "cached")), (SKIP_ADD, (3, (3, 1))), (SWISH, (3, (4, 1)))]
 
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
