@@ -204,6 +204,8 @@ def emit(mb: ModelBuilder, fl: Flavour, layer: dict, srcs: list[Node], pred: int
         mb.op(op, [x.tid, wid, b], [y.tid], "FullyConnectedOptions", fusedActivationFunction=ACT[layer["act"]],
               keepNumDims=keep)
         return y
+    if op in ("ADD", "MUL") and layer.get("const"):
+        return _const_binary(mb, fl, layer, rng, x)
     if op in ("ADD", "MUL"):
         a, b = srcs
         if not broadcasts_into(b.shape, a.shape):
@@ -354,6 +356,24 @@ def _lstm(mb, fl, layer, rng, x: Node) -> Node:
         [-1, -1, h, c, -1, -1, -1, -1]
     mb.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y.tid], "UnidirectionalSequenceLSTMOptions",
           fusedActivationFunction=4, cellClip=layer["clip"], projClip=0.0, timeMajor=False)
+    return y
+
+
+def _const_binary(mb, fl, layer, rng, x: Node) -> Node:
+    """ADD / MUL of x and a constant: one value or one per channel (a batch norm exported as
+    MUL and ADD, passes/channel_tables.py's tables), on either side."""
+    op = layer["op"]
+    shape = [x.shape[-1]] if layer["const"] == "channel" else [1]
+    if fl.quantized:
+        cq = out_q(fl, rng, x.q[0] * (1.0 if op == "ADD" else 4.0 / fl.qmax))
+        c = mb.const(rng.integers(-fl.qmax - 1, fl.qmax + 1, shape), fl.act, scale=cq[0], zero_point=cq[1])
+        scale = max(x.q[0], cq[0]) if op == "ADD" else x.q[0] * cq[0] * fl.qmax / 2
+        q = out_q(fl, rng, scale)
+    else:
+        c, q = mb.const(rng.standard_normal(shape).astype(np.float32), "float32"), None
+    y = _tensor(mb, fl, x.shape, q)
+    mb.op(op, [c, x.tid] if layer.get("first") else [x.tid, c], [y.tid],
+          "AddOptions" if op == "ADD" else "MulOptions", fusedActivationFunction=ACT[layer["act"]])
     return y
 
 

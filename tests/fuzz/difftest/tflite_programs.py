@@ -172,6 +172,10 @@ def _draw_layer(rng, fl, nodes: list[Node]) -> list[dict] | None:
         d["src"] = [src]
         return [d]
     d = draw(op, rng, fl, [x, x])
+    if op != "CONCATENATION" and rng.random() < 0.25:   # with a constant (per channel or one)
+        d.update(const="channel" if rng.random() < 0.7 else "scalar", first=bool(rng.random() < 0.3),
+                 src=[src])
+        return [d]
     if op == "CONCATENATION":
         ax = d["axis"]
         partners = [i for i, n in enumerate(nodes) if i != src and len(n.shape) == len(x.shape)
@@ -237,7 +241,7 @@ class TFLiteProgram:
         parts = []
         for i, layer in enumerate(self.spec["layers"], 1):
             src = ",".join(map(str, layer["src"]))
-            parts.append(f"{i}={layer['op']}({src})")
+            parts.append(f"{i}={layer['op']}({src}{',const' if layer.get('const') else ''})")
         opts = [f"{k}={self.spec[k]}" for k, v in DEFAULTS.items() if self.spec.get(k, v) != v]
         return f"tflite {self.flavour} input {self.spec['input']}{' ' if opts else ''}{' '.join(opts)}: " + " ".join(parts)
 

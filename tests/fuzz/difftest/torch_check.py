@@ -75,7 +75,11 @@ def compare_int8(got, ref, graph, sensitivity=None) -> core.Outcome:
         what = "int8 output"
     err = np.abs(got - ref) / step
     within = float(np.mean(err <= 1 + 1e-3))
-    if np.isnan(got).any() or err.max() > INT8_STEPS + 1e-3 or within < INT8_WITHIN_ONE:
+    # the share within one step, but one element beyond it is allowed however small the
+    # output (one of 8 elements two steps off is 87.5% within one)
+    beyond = int(np.sum(err > 1 + 1e-3))
+    if np.isnan(got).any() or err.max() > INT8_STEPS + 1e-3 or \
+            beyond > max(1, int((1 - INT8_WITHIN_ONE) * err.size)):
         return _worst(got, ref, np.nan_to_num(err, nan=np.inf),
                       f"{what} off by {err.max():.2f} steps (step {step:.4g}; {within:.1%} "
                       f"within one)")
