@@ -42,7 +42,7 @@ def _as_table(g: Graph, op):
     if not all(_per_tensor_int8(t) for t in (a, b, y)) or a.is_const == b.is_const:
         return None
     x, c = (b, a) if a.is_const else (a, b)
-    if tuple(x.shape) != tuple(y.shape) or not y.shape:
+    if c.int4 or tuple(x.shape) != tuple(y.shape) or not y.shape:   # 4-bit: no int8 op reads it
         return None
     channels = y.shape[-1]
     data = np.asarray(c.data).astype(np.int64)
