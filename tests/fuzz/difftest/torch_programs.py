@@ -34,7 +34,8 @@ N_INPUTS = 2
 # holds for the zoo's programs; random stacks compound one-step differences of intermediate values
 # (docs/pytorch.md's COMPOUNDING / AMPLIFIED programs reach 2 and 8 steps), so the tester calls
 # a mismatch only beyond INT8_STEPS steps, or when under INT8_WITHIN_ONE of the elements are
-# within one step (and more than one element is not: an output of 8 elements may have one). A miscompile is many steps off on many elements (issue 26's EfficientNet: 5.9
+# within one step and more than one element is not (an output of 8 elements may have one). A
+# miscompile is many steps off on many elements (issue 26's EfficientNet: 5.9
 # on outputs of 0.37). A float output (a float island at the end) is measured in steps of the
 # largest of max|ref| / 127, the island's int8 input step and the island's measured gain on one
 # such step (pt2e.island_sensitivity: a layer norm over a nearly constant row makes it many).
