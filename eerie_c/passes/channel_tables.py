@@ -15,6 +15,8 @@ control-flow bodies. One channel gives TABLE_LOOKUP (kernels/table_lookup.py).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..ir import Graph
@@ -22,6 +24,7 @@ from ..kernels._quant import activation_range_int
 from ..kernels.elementwise import int8_params, int8_values
 
 MAX_TABLE_BYTES = 8192   # 32 channels: the flash a table may take where the kernel was ~300 B
+TABLES = ("TABLE_LOOKUP", "CHANNEL_TABLE")
 
 
 def channel_tables(g: Graph) -> Graph:
@@ -71,7 +74,6 @@ def _as_table(g: Graph, op):
 
 
 def _table_op(op, src: str, table: np.ndarray, what: str):
-    from dataclasses import replace
     if table.shape[0] == 1:
         return replace(op, kind="TABLE_LOOKUP", inputs=[src],
                        attrs={"table": table.reshape(256), "function": what})
@@ -103,8 +105,6 @@ def _fold_chains(g: Graph, ops: list) -> list:
         out.append(op)
     return out
 
-
-TABLES = ("TABLE_LOOKUP", "CHANNEL_TABLE")
 
 
 def _rows(op) -> np.ndarray:
