@@ -69,3 +69,13 @@ def test_wheel_install_writes_a_board_project_that_builds(venv, board_tools, tmp
     m = subprocess.run(["make", "-C", str(fw)], env=CLEAN_ENV, capture_output=True, text=True, timeout=300)
     assert m.returncode == 0, m.stdout + m.stderr
     assert (fw / "tiny_conv.elf").is_file()
+
+
+def test_every_python_package_is_in_the_wheel():
+    """pyproject lists its packages by name: a new eerie_c subpackage left out of the list is
+    missing from an installed eerie-c (eerie_c.patch was, for a stop)."""
+    import tomllib
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "eerie_c").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
