@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..errors import EerieError
 from ..ir import Tensor
 
 
@@ -41,7 +42,15 @@ def activation_range_int(act: str, t: Tensor, qmin: int = -128, qmax: int = 127)
     scale, zp = np.float32(t.scale), t.zero_point
 
     def q(v: float) -> int:
-        return zp + tfl_round(float(np.float32(v) / scale))
+        # TFLite casts round(v / scale) to int32; past its range the cast is undefined (TFLM
+        # on x86 gets INT32_MIN and clamps every output to the lowest value), so there is no
+        # reference answer to match: refuse rather than pick one.
+        r = tfl_round(float(np.float32(v) / scale))
+        if not -2**31 <= r < 2**31 or not -2**31 <= zp + r < 2**31:
+            raise EerieError(f"{act} on a tensor of scale {float(scale):.3g}: its bound {v:g} is "
+                             f"{v / float(scale):.3g} steps, past TFLite's int32 arithmetic "
+                             "(the reference's result is undefined)")
+        return zp + r
 
     if act in ("NONE", None):
         return qmin, qmax

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_matches_tflm, eerie_run, random_inputs
+from eerie_c.errors import EerieError
 from tflite_builder import ModelBuilder
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8).reshape(1, 2, 128)
@@ -84,3 +85,15 @@ def test_int16(tmp_path, kind, quant):
     x = np.concatenate([np.arange(-32768, 32768, 97), [-32768, 32767, 0, 1, -1]]).astype(np.int16)
     x = np.stack([x, x[::-1]]).reshape(2, 1, -1)
     assert_matches_tflm(act_model(kind, "int16", list(x.shape[1:]), quant), [x], tmp_path)
+
+
+@pytest.mark.parametrize("kind,dtype", [("RELU6", "int16"), ("RELU6", "int8"), ("RELU_N1_TO_1", "int8")])
+def test_bound_past_int32_is_refused(tmp_path, kind, dtype):
+    """Found by the differential tester (seed 31415, int16x8 case 1): a MUL by a tiny constant
+    gave RELU6 an output scale of 1.4e-9, so 6 / scale overflows TFLite's int32 cast of the
+    bound; TFLM then clamps every output to -32768. There is no reference answer: refuse with
+    one line naming the activation and the scale (before the fix eerie-c clamped at 32767)."""
+    model = act_model(kind, dtype, [2, 5], [(1e-10, 0), (1e-10, 0)])
+    with pytest.raises(EerieError, match=rf"{kind} on a tensor of scale 1e-10: its bound .* "
+                                         "past TFLite's int32 arithmetic"):
+        eerie_run(model, [random_inputs([2, 5], dtype, 1)], tmp_path)
