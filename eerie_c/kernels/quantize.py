@@ -48,6 +48,17 @@ def _per_tensor(op, t, role):
                          "supported (TFLM requires one scale)")
 
 
+def pt2e_requantize_table(x, y) -> np.ndarray:
+    """quantize_per_tensor(dequantize_per_tensor(q)) for every int8 q, as torch computes it:
+    (q - zp_in) * float32(scale_in), times float32(1 / scale_out), rounded half to even, plus
+    zp_out, clamped."""
+    q = np.arange(-128, 128, dtype=np.float32)
+    real = (q - np.float32(x.zero_point)) * np.float32(x.quant.scale[0])
+    inv = np.float32(1.0 / float(np.float32(y.quant.scale[0])))
+    out = np.rint(real * inv) + np.float32(y.zero_point)
+    return np.clip(out, -128, 127).astype(np.int8)
+
+
 @kernel("QUANTIZE", dtypes=tuple(QUANTIZE_OUTPUTS), outputs=QUANTIZE_OUTPUTS)
 def lower_quantize(op, g, ctx):
     x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
@@ -69,6 +80,17 @@ def lower_quantize(op, g, ctx):
     if (x.dtype, y.dtype) not in REQUANT_PAIRS:
         raise EerieError(f"QUANTIZE {op.name!r}: {x.dtype} -> {y.dtype} is not supported")
     _per_tensor(op, x, "input")
+    if op.attrs.get("rounding") == "half_even" and x.dtype == "int8" and y.dtype == "int8":
+        # A PT2E program's requantization (passes/fold_qdq.py): the program dequantizes and
+        # quantizes again in float32, rounding once, half to even. TFLM's fixed-point
+        # requantize rounds twice (the high multiply, then the shift), one step off on up to
+        # a quarter of the values when the scales are near a power-of-two ratio, a bias the
+        # layers after it compound. 256 inputs: take the program's own arithmetic as a table.
+        table = pt2e_requantize_table(x, y)
+        name = ctx.const(table, "int8_t", "lut", "requantize, PT2E rounding, for inputs -128..127")
+        body = render("kernels/unary_lut_s8.c.j2", size=x.size, table=name,
+                      what="dequantize then quantize (rounded once, half to even)")
+        return Lowered(body=body, inputs=[x.id], outputs=[y.id])
     mult, shift = quantize_multiplier(float(x.quant.scale[0]) / float(y.quant.scale[0]))
     wrap = x.dtype == "int32"
     # equal scales: TFLM still multiplies by 2^30 after a left shift of 1, which wraps for

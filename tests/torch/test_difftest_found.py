@@ -153,3 +153,47 @@ SMALL_OUTPUT_PROGRAM = {
 def test_one_element_of_a_small_output_may_compound(tmp_path):
     check_program(SMALL_OUTPUT_PROGRAM, tmp_path / "whole")
     check_program(dict(SMALL_OUTPUT_PROGRAM, specs=SMALL_OUTPUT_PROGRAM["specs"][:5]), tmp_path / "prefix")
+
+
+# Campaign seed 20261129, pt2e-xnnpack case 376, shrunk: tanhshrink, a channel split into a
+# 1x1 depthwise conv and a group norm (a float island), cat, a grouped stride-3 conv, a
+# dilated conv; 3 output steps off the converted module, 19% of elements beyond one. Root
+# cause: fold_qdq moved the cat's quantization ahead of the float cat as an int8 -> int8
+# requantization of the conv branch (scale ratio 0.2508), and that QUANTIZE used TFLM's
+# fixed-point rounding, which rounds twice: one step off on 65 of the 256 int8 values, always
+# the same way, a bias the two convs after it compounded. A PT2E requantization now is the
+# program's own dequantize-then-quantize (one rounding, half to even) as a 256-entry table
+# (kernels/quantize.py), and the program matches the converted module exactly.
+REQUANT_PROGRAM = {
+    "flavour": "pt2e-xnnpack", "dom": "img", "shape": [1, 8, 10, 6], "seed": 221363703,
+    "specs": [{"kind": "act", "act": "tanhshrink", "seed": 5237642},
+              {"kind": "split", "sizes": [4, 4], "seed": 941238228, "branches": [
+                  [{"kind": "dwconv", "k": 1, "stride": 1, "dil": 1, "pad": 0, "mode": "zeros",
+                    "bias": False, "mult": 1, "seed": 1186943673}],
+                  [{"kind": "norm", "norm": "gn", "groups": 4, "seed": 2015840213}]]},
+              {"kind": "conv", "out": 16, "k": 3, "stride": 3, "dil": 1, "groups": 8, "pad": 1,
+               "mode": "zeros", "bias": True, "seed": 522140630},
+              {"kind": "conv", "out": 4, "k": 3, "stride": 1, "dil": 2, "groups": 1, "pad": 2,
+               "mode": "zeros", "bias": True, "seed": 1255718233}]}
+
+
+def test_pt2e_requantization_rounds_once(tmp_path):
+    check_program(REQUANT_PROGRAM, tmp_path, exact=True)
+
+
+@pytest.mark.parametrize("s_in,zp_in,s_out,zp_out", [
+    (0.0134698646, 1, 0.0537091643, 0),    # case 376's ratio, near 1/4
+    (0.02, -3, 0.01, 5), (0.1, 0, 0.3, -128), (0.0071, 12, 0.0071, -7), (0.5, 4, 0.001, 0)])
+def test_pt2e_requantize_table_is_torch_arithmetic(s_in, zp_in, s_out, zp_out):
+    """The table is quantize_per_tensor(dequantize_per_tensor(q)) as torch computes it."""
+    import numpy as np
+    from eerie_c.ir import Quant, Tensor
+    from eerie_c.kernels.quantize import pt2e_requantize_table
+    qd = torch.ops.quantized_decomposed
+    q = torch.arange(-128, 128, dtype=torch.int8)
+    ref = qd.quantize_per_tensor(qd.dequantize_per_tensor(q, s_in, zp_in, -128, 127, torch.int8),
+                                 s_out, zp_out, -128, 127, torch.int8)
+
+    def t(s, zp):
+        return Tensor("t", (256,), "int8", quant=Quant(np.array([s], np.float32), np.array([zp]), 0))
+    assert np.array_equal(pt2e_requantize_table(t(s_in, zp_in), t(s_out, zp_out)), ref.numpy())
