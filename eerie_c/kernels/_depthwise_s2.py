@@ -35,15 +35,16 @@ from ._dsp import channel_quant, fast_requant_values
 from ._quant import activation_range_int
 
 # LDR's immediate offset reaches 4095 bytes: a window's last word sits two rows and two
-# pixels from the pointer
+# pixels from the pointer. Beyond that the kernel steps the pointer a row at a time (ADDW /
+# SUBW, imm12: a row and two pixels within 4095 bytes)
 LDR_REACH = 4095
 
 
 def s2_ok(win, in_c: int, in_w: int) -> bool:
     """Whether the geometry fits the kernel: 3x3, stride 2, no dilation, a multiple of 4
-    channels, and every load of a window within LDR's immediate reach of the interior path."""
+    channels, and a kernel row's loads within LDR's immediate reach of the row's start."""
     return (win.kh == win.kw == 3 and win.sh == win.sw == 2 and win.dh == win.dw == 1
-            and in_c % 4 == 0 and 2 * in_w * in_c + 2 * in_c <= LDR_REACH)
+            and in_c % 4 == 0 and in_w * in_c + 2 * in_c <= LDR_REACH)
 
 
 def s2_stream(wk, dfb, mult, radd, rshift, in_c: int) -> np.ndarray:

@@ -28,9 +28,13 @@ SHAPES = {
     "2x3x4-same": ((1, 2, 3, 4), "SAME", "NONE", False, -1),
     "6x6x128-same-relu6": ((1, 6, 6, 128), "SAME", "RELU6", True, -128),     # vww layer 23
     "5x4x256-same-relu": ((1, 5, 4, 256), "SAME", "RELU", True, 9),
+    # rows past LDR's reach from a window's start: the kernel steps its pointer a row at a time
+    "48x48x48-same-relu6": ((1, 48, 48, 48), "SAME", "RELU6", True, -128),   # MobileNetV2 / FOMO
+    "5x81x48-same-none": ((1, 5, 81, 48), "SAME", "NONE", True, 6),         # a row of 3,888 B
 }
 QEMU_CASES = ["9x8x16-same-relu6", "8x9x8-same-relu", "7x7x4-valid-none", "batch2-5x6x8",
-              "1x1x8-same", "6x6x128-same-relu6", "5x4x256-same-relu"]
+              "1x1x8-same", "6x6x128-same-relu6", "5x4x256-same-relu", "48x48x48-same-relu6",
+              "5x81x48-same-none"]
 
 # geometries that keep another kernel: in_shape, kernel, stride, padding, dilation
 FALLBACK = {
@@ -39,6 +43,7 @@ FALLBACK = {
     "stride1x2": ((1, 9, 8, 8), (3, 3), (1, 2), "SAME", (1, 1)),
     "k5-stride2": ((1, 9, 8, 8), (5, 5), (2, 2), "SAME", (1, 1)),
     "k3-stride3": ((1, 9, 8, 8), (3, 3), (3, 3), "SAME", (1, 1)),
+    "row-past-reach": ((1, 5, 86, 48), (3, 3), (2, 2), "SAME", (1, 1)),   # a row of 4,128 B
 }
 
 
@@ -92,11 +97,12 @@ def test_depthwise_s2_qemu_fallback(tmp_path):
     assert not _is_s2(check_dsp_board(tmp_path, model, in_shape, "mps2-an386", seed=2))
 
 
+@pytest.mark.parametrize("far", [False, True], ids=["near", "far"])
 @pytest.mark.parametrize("opt", ["-O0", "-O2", "-Os"])
-def test_depthwise_s2_builds_for_the_m4(tmp_path, opt):
+def test_depthwise_s2_builds_for_the_m4(tmp_path, opt, far):
     """The assembly's 13 register operands must fit gcc's allocation at every level, -O0
     (r7 the frame pointer) included."""
-    in_shape, model = _model("9x8x16-same-relu6")
+    in_shape, model = _model("48x48x48-same-relu6" if far else "9x8x16-same-relu6")
     src = tmp_path / "m.tflite"
     src.write_bytes(model)
     res = compile_model(src, target="cortex-m4", name="m")
