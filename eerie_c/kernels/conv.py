@@ -153,7 +153,8 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
             # under speed from doubled weights, else from doubled columns (one SADD16 per
             # column word: kp / 2 per pixel, against one instruction saved per output value)
-            doubled = unroll and (ctx.optimize == "speed" or out_c > kp // 2) and not w4
+            wide = wide_weights(ctx, ocp * kp) and not w4
+            doubled = unroll and (wide or out_c > kp // 2) and not w4
             rows[0] = rows[0] * (2 if doubled else 1)     # |bias| < 2^30: doubled fits int32
             if w4:   # the 4-bit kernel's biases: 16 b0 (row 0), 16 b0 + b1 (row 1; gemm_dsp.c.j2)
                 rows[0] = np.stack([16 * rows[0][:, 0], 16 * rows[0][:, 0] + rows[0][:, 1]], axis=1)
@@ -169,7 +170,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             table = np.concatenate(rows, axis=1).astype(np.int32)
             v.update(fast=True, rq_zp=0, per_channel=w.quant.per_channel, out_zp=y.zero_point,
                      unrolled=kp // 4 if unroll else 0,
-                     dcols=doubled and ctx.optimize != "speed")
+                     dcols=doubled and not wide)
             if v["unrolled"]:
                 v["rq_rows"] = table
             else:
@@ -191,7 +192,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     what_w = c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
-    if v.get("shared") and ctx.optimize == "speed" and not w4:
+    if v.get("shared") and wide_weights(ctx, ocp * kp) and not w4:
         # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
         # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
         # per 16 MACs, twice the weight bytes)
@@ -248,12 +249,24 @@ def w4_sums_fit(fbias, wflat, bound, ocp: int) -> bool:
     return 16 * int(np.max(bound, initial=0)) < 2 ** 31 and int(row1.max(initial=0)) < 2 ** 31
 
 
+# --optimize balanced stores a layer's weights sign-extended, as speed does, when they are at
+# most this many bytes: the SXTB16s cost a quarter of an instruction per MAC whatever the
+# layer's size, the extra flash only the weights' bytes again (MobileNetV2's 1x1 layers over
+# 8 channels: 384 bytes more, 1.8 -> 1.5 instructions per MAC)
+WIDE_BALANCED_BYTES = 2048
+
+
+def wide_weights(ctx, weight_bytes: int) -> bool:
+    return ctx.optimize == "speed" or (ctx.optimize == "balanced" and weight_bytes <= WIDE_BALANCED_BYTES)
+
+
 def conv_choice(v: dict) -> str:
     """report.md's line for a DSP convolution: its weight format under --optimize."""
     if v.get("size_why"):
         return v["size_why"]
     if v.get("wide"):
-        return "weights sign-extended to int16 (speed: eerie_conv_pair_s8w, twice the bytes)"
+        return ("weights sign-extended to int16 (eerie_conv_pair_s8w, twice the bytes: speed, "
+                f"or balanced for weights of at most {WIDE_BALANCED_BYTES} bytes)")
     if v.get("shared"):
         return "weights int8 (eerie_conv_pair_s8; speed would store them sign-extended)"
     return ""

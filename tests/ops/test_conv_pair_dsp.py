@@ -16,6 +16,16 @@ from eerie_c.api import compile_model, run_model
 from test_conv import conv_model
 from test_dsp_kernels import check_dsp_board, check_dsp_target
 
+
+@pytest.fixture(autouse=True)
+def _int8_weights_when_balanced(monkeypatch):
+    """These shapes are small enough that --optimize balanced would store their weights
+    sign-extended too (conv.py WIDE_BALANCED_BYTES); the int8 weight kernels are the ones
+    under test here, so balanced keeps int8 weights (test_balanced_widens_small_layers checks
+    the threshold itself)."""
+    import eerie_c.kernels.conv as conv
+    monkeypatch.setattr(conv, "WIDE_BALANCED_BYTES", 0)
+
 # in_shape, out_c, kernel, stride, padding, dilation, act, per_channel
 SHAPES = {
     "pw-K76-odd": ((1, 5, 3, 76), 7, (1, 1), (1, 1), "SAME", (1, 1), "RELU6", True),

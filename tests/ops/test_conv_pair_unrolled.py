@@ -18,6 +18,16 @@ from test_conv import conv_model
 from test_conv_pair_dsp import _speed
 from test_dsp_kernels import check_dsp_board, check_dsp_target
 
+
+@pytest.fixture(autouse=True)
+def _int8_weights_when_balanced(monkeypatch):
+    """These shapes are small enough that --optimize balanced would store their weights
+    sign-extended too (conv.py WIDE_BALANCED_BYTES); the int8 weight kernels are the ones
+    under test here, so balanced keeps int8 weights (test_balanced_widens_small_layers checks
+    the threshold itself)."""
+    import eerie_c.kernels.conv as conv
+    monkeypatch.setattr(conv, "WIDE_BALANCED_BYTES", 0)
+
 # in_shape, out_c, kernel, stride, padding, dilation, per_channel; groups = ceil(K / 4)
 SHAPES = {
     "pw-K64-odd-pixels": ((1, 5, 3, 64), 10, (1, 1), (1, 1), "SAME", (1, 1), True),      # 16
@@ -91,3 +101,27 @@ def test_unrolled_qemu(tmp_path, case, board, optimize):
     in_shape, model = _model(case)
     _called(check_dsp_board(tmp_path, model, in_shape, board, seed=11, optimize=optimize), case,
             optimize == "speed")
+
+
+@pytest.mark.parametrize("board", ["host", "mps2-an386"])
+def test_balanced_widens_small_layers(tmp_path, monkeypatch, board):
+    """--optimize balanced stores weights sign-extended (the speed kernel, no SXTB16) for a
+    layer with at most WIDE_BALANCED_BYTES of weights, int8 above: both bit-exact with TFLM."""
+    import eerie_c.kernels.conv as conv
+    monkeypatch.undo()   # the real threshold, not the autouse fixture's 0
+    assert conv.WIDE_BALANCED_BYTES == 2048
+    small = ((1, 6, 5, 8), 48, (1, 1), (1, 1), "SAME", (1, 1), True)      # 384 B (MobileNetV2's)
+    large = ((1, 4, 5, 64), 40, (1, 1), (1, 1), "SAME", (1, 1), True)     # 2,560 B
+    for (in_shape, out_c, k, stride, padding, dil, pc), wide in ((small, True), (large, False)):
+        model = conv_model("int8", in_shape, out_c, k, stride, padding, dil, per_channel=pc, seed=3)
+        src = tmp_path / "m.tflite"
+        src.write_bytes(model)
+        code = compile_model(src, target="cortex-m4", name="m").files["m.c"]
+        g = -(-in_shape[3] // 4)
+        assert (f"eerie_conv_pair_s8_g{g}w(" in code) == wide, (in_shape, out_c)
+        run = tmp_path / f"run{out_c}"
+        run.mkdir()
+        if board == "host":
+            check_dsp_target(run, model, in_shape)
+        else:
+            check_dsp_board(run, model, in_shape, board, seed=5)
