@@ -226,13 +226,17 @@ def test_m55_size_keeps_helium_unless_packed(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["small", "packs"])
-def test_size_never_grows_the_firmware(tmp_path, case):
+def test_size_never_grows_the_firmware(tmp_path, case, monkeypatch):
     """A shared helper is paid once per model: a model whose one layer would save 88 B with
     the compact requantization (more than MIN_SAVED, less than eerie_conv_unpack_rq's code)
     is lowered again without it, so it keeps the default format and the same flash; one whose
     layer packs well is smaller. Whole-firmware flash (text + data) of the mps2-an386 build,
     bit-exact both."""
+    import eerie_c.kernels.conv as conv
     from test_conv import conv_model
+    # balanced with int8 weights, the format size keeps (small layers' weights would
+    # otherwise be stored sign-extended under balanced: conv.py WIDE_BALANCED_BYTES)
+    monkeypatch.setattr(conv, "WIDE_BALANCED_BYTES", 0)
     if case == "small":    # 8-bit weights: nothing to pack
         shape = (1, 4, 4, 16)
         model = conv_model("int8", shape, 16, (1, 1), act="RELU")
