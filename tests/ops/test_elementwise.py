@@ -153,3 +153,33 @@ def test_high_rank_broadcast(tmp_path, dtype):
     xs = [rng.integers(-1000, 1000, (3, *shape)).astype(np.int32) if dt == "int32" else
           random_inputs(shape, dt, 3, seed=k, scale=3.0) for k, (shape, dt, _, _) in enumerate(inputs)]
     assert_matches_tflm(model, xs, tmp_path, labels=labels)
+
+
+@pytest.mark.parametrize("quant", [None, [(0.5, 0), (0.001, -128), (0.01, 127)],
+                                   [(0.0039, -128), (0.0039, -128), (0.0078, -128)]],
+                         ids=["default", "extreme", "equal"])
+@pytest.mark.parametrize("shapes", [([1, 16, 16, 8], [1, 16, 16, 8]), ([1, 16, 16, 8], [1, 1, 1, 8]),
+                                    ([1, 1, 1, 8], [1, 16, 16, 8])], ids=["same", "bcast-b", "bcast-a"])
+@pytest.mark.parametrize("kind", ["ADD", "SUB"])
+def test_int8_input_tables(tmp_path, kind, shapes, quant):
+    """ADD / SUB over >= TABLE_MIN_ELEMENTS outputs read each input's first step from a table
+    of 256 int32 (elementwise.py input_tables), also for a broadcast operand prepared once per
+    inner loop; bit-exact with TFLM. Below the threshold the arithmetic stays in the loop."""
+    from eerie_c.api import compile_model
+    sa, sb = shapes
+    so = list(np.broadcast_shapes(tuple(sa), tuple(sb)))
+    got, _ = run(tmp_path, kind, "int8", sa, sb, so, n=3, seed=7, quant=quant)
+    src = tmp_path / "t.tflite"
+    for shape, table in ((so, True), ([2, 3, 8], False)):
+        src.write_bytes(binary_model(kind, "int8", shape, shape, shape, quant=quant))
+        code = compile_model(src, target="cortex-m4", name="m").files["m.c"]
+        assert ("in0_lut" in code) == table, shape
+
+
+@pytest.mark.parametrize("kind", ["ADD", "SUB"])
+def test_int8_input_tables_board(tmp_path, kind):
+    from conftest import assert_board_matches_tflm
+    shape = [1, 16, 16, 12]
+    model = binary_model(kind, "int8", shape, shape, shape, act="RELU")
+    xs = [random_inputs(shape, "int8", 2, seed=3), random_inputs(shape, "int8", 2, seed=4)]
+    assert_board_matches_tflm(model, xs, tmp_path, "mps2-an386", "cortex-m4")
