@@ -197,3 +197,19 @@ def test_pt2e_requantize_table_is_torch_arithmetic(s_in, zp_in, s_out, zp_out):
     def t(s, zp):
         return Tensor("t", (256,), "int8", quant=Quant(np.array([s], np.float32), np.array([zp]), 0))
     assert np.array_equal(pt2e_requantize_table(t(s_in, zp_in), t(s_out, zp_out)), ref.numpy())
+
+
+# Campaign seed 20261130 (the final run), pt2e-cortexm case 86, shrunk: softmax, a residual
+# linear, tanhshrink; 48 output steps off. Root cause: lut_regions grew the tanhshrink's table
+# region back through the quantize of the residual ADD (element-wise, but of two tensors), so
+# the region had two sources and no table was made; op by op, TFLM's int8 TANH rounds to its
+# fixed 1/128 scale, four times coarser than the program's, and x - tanh(x) at an output scale
+# of 8.6e-5 turned that into 48 steps. A quantize of a two-input element-wise op is now a
+# region's source, and the program equals the converted module exactly.
+RESIDUAL_TANHSHRINK_PROGRAM = {
+    "flavour": "pt2e-cortexm", "dom": "tok", "shape": [1, 1, 16], "seed": 86529550,
+    "specs": [{"kind": "softmax", "seed": 813535186}, {"kind": "residual", "body": [{"kind": "linear", "out": 16, "bias": False, "seed": 992112485}], "seed": 1379912237}, {"kind": "act", "act": "tanhshrink", "seed": 1133647204}]}
+
+
+def test_pt2e_tanhshrink_after_residual_add_is_one_table(tmp_path):
+    check_program(RESIDUAL_TANHSHRINK_PROGRAM, tmp_path, exact=True)

@@ -98,10 +98,14 @@ def find_regions(gm, user_inputs, torch) -> dict:
 
 def _grows_through(q, const) -> bool:
     """A quantize inside a region (the quantizer's pair after a tanh) rather than its source:
-    what it quantizes is itself element-wise and computed."""
+    what it quantizes is itself element-wise, computed, and from one value. A residual add of
+    two tensors is element-wise too but a function of two: its quantize is a source (else the
+    region behind it has two sources and no table is made, and TFLM's TANH rounding to its
+    fixed 1/128 scale made a tanhshrink after a residual add 48 steps off: campaign seed
+    20261130, pt2e-cortexm case 86)."""
     x = q.args[0]
     return hasattr(x, "op") and x not in const and x.op == "call_function" and _packet(x) in ELEMENTWISE \
-        and _packet(x) not in QDQ
+        and _packet(x) not in QDQ and len([a for a in x.all_input_nodes if a not in const]) <= 1
 
 
 def _same_shape(source, end) -> bool:
