@@ -111,6 +111,12 @@ STAGE_COSTS = {"dsp": (3.4, 0, 0, 200), "mve": (3.4, 0, 0, 200), "v7m": (9.6, 0,
 for (_fam, _float), _table in list(COSTS.items()):
     if not _float and _fam in STAGE_COSTS:
         _table["PATCH_STAGE"] = STAGE_COSTS[_fam]
+# int8 ADD / SUB of two tensors with the input tables and one-SMMULR requantization
+# (kernels/elementwise.py input_tables, >= 512 outputs): 21.0 instructions per output on
+# mps2-an386 (arm_cifar10's nine residual adds, 2026-11-29); smaller layers keep the old loop
+# (about 80 per output), estimated the same (their totals are small)
+for _kind in ("ADD", "SUB"):
+    COSTS[("dsp", False)][_kind] = (0, 21.0, 0, 150)
 # Kinds the fit has not seen: the portable C kernels' typical costs per MAC and per element.
 GENERIC = {("dsp", False): (5.0, 20, 8, 150), ("mve", False): (5.0, 20, 8, 150),
            ("v7m", False): (5.2, 44, 8, 150), ("fpu", True): (6.5, 20, 6, 150),
