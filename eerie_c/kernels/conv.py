@@ -106,6 +106,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
     kp, ocp = (round_up(k, 4), round_up(out_c, 2)) if dsp else (k, out_c)
     v = dict(dsp=dsp, kp=kp, kstride=kp, ocp=ocp, in_off=in_off, zp_in=x.zero_point, fast=False)
     fast = None
+    wide = False   # the shared kernel's weights stored sign-extended (wide_weights)
     if dsp:
         wabs = np.abs(wflat.astype(np.int64)).sum(axis=1)
         dead = zero_channels(mult, shift, acc_bound(fbias, wabs))
@@ -151,7 +152,7 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
             rows = [pad_to(np.asarray(a, np.int64), (ocp,)).reshape(ocp // 2, 2)
                     for a in (fbias,) + tuple(values[i] for i in (0, 2, 1))]
             # the unrolled kernel skips the doubling before SMMLAR when its sums arrive doubled:
-            # under speed from doubled weights, else from doubled columns (one SADD16 per
+            # from doubled weights when they are wide, else from doubled columns (one SADD16 per
             # column word: kp / 2 per pixel, against one instruction saved per output value)
             wide = wide_weights(ctx, ocp * kp) and not w4
             doubled = unroll and (wide or out_c > kp // 2) and not w4
@@ -192,10 +193,10 @@ def int8_conv_vars(ctx, x, w, b, y, act, what, out_c, k, pack: tuple = (), perm=
         wdata = wdata.reshape(ocp // 2, 2, kp // 4, 4).transpose(0, 2, 1, 3)
     what_w = c_comment(w.label) + (
         f" ({ocp} rows of {kp} taps, pairs of rows interleaved per 4 taps)" if dsp else "")
-    if v.get("shared") and wide_weights(ctx, ocp * kp) and not w4:
-        # --optimize speed: weights stored sign-extended, per group (t0, t2), (t1, t3) for
-        # each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12 instead of 15 instructions
-        # per 16 MACs, twice the weight bytes)
+    if wide:
+        # weights stored sign-extended (speed, or balanced for small layers), per group
+        # (t0, t2), (t1, t3) for each row of the pair (eerie_conv_pair_s8w: no SXTB16, 12
+        # instead of 15 instructions per 16 MACs, twice the weight bytes)
         # The unrolled kernel takes weights and biases doubled (2 * w fits int16, 2 * |bias|
         # < 2^31 as the bound is < 2^30), so its sums arrive doubled: no shift before SMMLAR
         double = 2 if v.get("unrolled") else 1

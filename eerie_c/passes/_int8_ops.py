@@ -38,11 +38,11 @@ LAYOUT = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE"}
 # writes int8 at those parameters and these run in int8 at the same ones (a transposed conv's
 # crop, a grouped conv's concatenation of its groups).
 PASS_THROUGH = LAYOUT | {"SLICE", "STRIDED_SLICE", "CONCATENATION"}
-# int8 kernels with a fixed output scale and zero point (TFLM's LOGISTIC, TANH, SOFTMAX).
 # The attributes of an int8 -> int8 QUANTIZE this pass makes: the program requantizes by
 # dequantizing and quantizing again in float (rounded once, half to even), and the kernel
 # reproduces that exactly (kernels/quantize.py), not TFLM's fixed-point rounding.
 REQUANTIZE = {"rounding": "half_even"}
+# int8 kernels with a fixed output scale and zero point (TFLM's LOGISTIC, TANH, SOFTMAX).
 FIXED_OUTPUT = {"LOGISTIC": (1.0 / 256, -128), "TANH": (1.0 / 128, 0), "SOFTMAX": (1.0 / 256, -128)}
 
 
@@ -103,6 +103,13 @@ class Folder:
                                      label or self.g.t(like).label, quant, data)
         return tid
 
+    @staticmethod
+    def requantize(op: Op, src: str, dst: str, name: str = "") -> Op:
+        """The int8 -> int8 QUANTIZE of src into dst's parameters, beside op, rounding as the
+        program does (REQUANTIZE)."""
+        return Op("QUANTIZE", [src], [dst], dict(REQUANTIZE), name or f"{op.name}_requant", op.index,
+                  op.subgraph)
+
     def refuse(self, why: str):
         self.why_not = why
         return None
@@ -146,7 +153,7 @@ class Folder:
         if need is not None and not self.same_quant(Tensor("", (), "int8", quant=need), g.t(out)):
             mid = self.fresh(out, g.t(out).shape, "int8", need)
             return pre + [Op(op.kind, ins, [mid], attrs, op.name, op.index, op.subgraph, op.regions),
-                          Op("QUANTIZE", [mid], [out], dict(REQUANTIZE), f"{op.name}_requant", op.index, op.subgraph)]
+                          self.requantize(op, mid, out)]
         return pre + [Op(op.kind, ins, [out], attrs, op.name, op.index, op.subgraph, op.regions)]
 
     def rescaling_pool(self, op: Op, x: str, out: str, attrs: dict) -> Op:
@@ -192,7 +199,7 @@ class Folder:
                 new_ins.append(t)
                 continue
             r = self.fresh(out, g.t(t).shape, "int8", g.t(out).quant)
-            made.append(Op("QUANTIZE", [t], [r], dict(REQUANTIZE), f"{op.name}_requant", op.index, op.subgraph))
+            made.append(self.requantize(op, t, r))
             new_ins.append(r)
         return made + [Op(op.kind, new_ins, [out], dict(op.attrs), op.name, op.index, op.subgraph)]
 
@@ -215,7 +222,7 @@ class Folder:
             for k, t in enumerate(ins):
                 if not g.t(t).is_const and not self.same_quant(g.t(t), Tensor("", (), "int8", quant=quant)):
                     r = self.fresh(t, g.t(t).shape, "int8", quant)
-                    made.append(Op("QUANTIZE", [t], [r], dict(REQUANTIZE), f"{op.name}_requant", op.index, op.subgraph))
+                    made.append(self.requantize(op, t, r))
                     ins[k] = r
         else:
             quant = g.t(views[0]).quant

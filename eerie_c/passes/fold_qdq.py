@@ -27,7 +27,7 @@ reports and `eerie-c check`; nothing falls back silently.
 from __future__ import annotations
 
 from ..ir import Graph, Op, Tensor
-from ._int8_ops import (ACTIVATIONS, FUSES_ACTIVATION, LAYOUT, MOVES_VALUES, PASS_THROUGH, REQUANTIZE, Folder,
+from ._int8_ops import (ACTIVATIONS, FUSES_ACTIVATION, LAYOUT, MOVES_VALUES, PASS_THROUGH, Folder,
                         int8_kernel_exists)
 
 
@@ -135,7 +135,7 @@ class _Fold(Folder):
         if self.same_quant(self.g.t(v), self.g.t(y)) and y not in self.g.outputs:
             self.rename[y] = v
             return []
-        return [Op("QUANTIZE", [v], [y], dict(REQUANTIZE), op.name, op.index, op.subgraph)]
+        return [self.requantize(op, v, y, op.name)]
 
     def quantize_target(self, op: Op):
         """(fused activation op or None, the QUANTIZE that fixes the result's parameters,

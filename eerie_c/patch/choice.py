@@ -112,10 +112,10 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
     # Cheapest bound first, so that a good arena is known early and the candidates that cannot
     # beat it (nor the layer-by-layer plan) are not planned: the same choice as planning all
     # of them (ties go to the earlier candidate, as in candidate order), for less compile time.
-    done = {}
+    done, smallest = {}, None
     for i in sorted(range(len(cands)), key=lambda j: (at_least[j], j)):
         if forced is None and (at_least[i] >= base.arena_bytes or
-                               (best and at_least[i] > best[0] * ARENA_SLACK)):
+                               (smallest is not None and at_least[i] > smallest * ARENA_SLACK)):
             break
         cand, arena = cands[i], None    # arena: planned by _low_scratch already, or below
         if cand.cache is not None and cand.bands and band_scratch is not None and low_ok:
@@ -127,18 +127,16 @@ def choose_patches(g, scratch: dict[int, tuple[str, int]], base: Plan, inputs_in
         if arena is None:
             arena = arena_of(cand)
         done[i] = arena
-        # equal arenas: the smaller estimated growth (the person detector with row-band input
-        # at 110%: a cached stage with a low-scratch depthwise ties a recomputing 6x4 grid)
-        key = (arena, _pct(growth, cand) or 0.0, i)
-        if best is None or key < best[2]:
-            best = (arena, cand, key)
-    if best is not None and forced is None:
-        # Within ARENA_SLACK of the smallest arena, the fewest estimated instructions: a
+        smallest = arena if smallest is None else min(smallest, arena)
+    if done:
+        # Within ARENA_SLACK of the smallest arena, the fewest estimated instructions (a
         # recomputing 4x6 grid beat a cached row-band stage of the same layers by 576 of 40,896
-        # bytes (Edge Impulse FOMO) at 20% estimated growth against 7%, and measured 1.76x.
-        near = [i for i in done if done[i] <= best[0] * ARENA_SLACK]
+        # bytes, Edge Impulse FOMO, at 20% estimated growth against 7%, and measured 1.76x);
+        # equal growth, the smaller arena (the person detector with row-band input at 110%: a
+        # cached stage with a low-scratch depthwise ties a recomputing 6x4 grid).
+        near = [i for i in done if done[i] <= smallest * ARENA_SLACK]
         i = min(near, key=lambda j: (_pct(growth, cands[j]) or 0.0, done[j], j))
-        best = (done[i], cands[i], (done[i], _pct(growth, cands[i]) or 0.0, i))
+        best = (done[i], cands[i])
     for i, cand in enumerate(cands):
         tried.append({"layers": len(cand.ops), "grid": list(cand.grid), "arena_bytes": done.get(i),
                       "patch_buffer_bytes": cand.scratch_bytes, "extra_macs": cand.extra_macs,

@@ -26,6 +26,7 @@ def _int8_weights_when_balanced(monkeypatch):
     import eerie_c.kernels.conv as conv
     monkeypatch.setattr(conv, "WIDE_BALANCED_BYTES", 0)
 
+
 # in_shape, out_c, kernel, stride, padding, dilation, act, per_channel
 SHAPES = {
     "pw-K76-odd": ((1, 5, 3, 76), 7, (1, 1), (1, 1), "SAME", (1, 1), "RELU6", True),

@@ -15,18 +15,9 @@ import pytest
 from eerie_c.api import compile_model
 from eerie_c.kernels.conv import UNROLL_MAX_GROUPS
 from test_conv import conv_model
-from test_conv_pair_dsp import _speed
+from test_conv_pair_dsp import _int8_weights_when_balanced, _speed  # noqa: F401 (autouse fixture)
 from test_dsp_kernels import check_dsp_board, check_dsp_target
 
-
-@pytest.fixture(autouse=True)
-def _int8_weights_when_balanced(monkeypatch):
-    """These shapes are small enough that --optimize balanced would store their weights
-    sign-extended too (conv.py WIDE_BALANCED_BYTES); the int8 weight kernels are the ones
-    under test here, so balanced keeps int8 weights (test_balanced_widens_small_layers checks
-    the threshold itself)."""
-    import eerie_c.kernels.conv as conv
-    monkeypatch.setattr(conv, "WIDE_BALANCED_BYTES", 0)
 
 # in_shape, out_c, kernel, stride, padding, dilation, per_channel; groups = ceil(K / 4)
 SHAPES = {
