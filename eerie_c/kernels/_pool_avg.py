@@ -11,6 +11,8 @@ kernels take windows of at most MAX_WINDOW elements (pooling.py keeps the portab
 it)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import Lowered
@@ -51,7 +53,22 @@ def avg_magic(count: int) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _divide(value: str, count, magic, lo: int, hi: int) -> str:
+def avg_rescale(x, y, geo: dict) -> dict:
+    """The single rounding of a rescaling average (helpers/pool_avg.c.j2
+    eerie_pool_avg_rescale): a common shift n and per window count k the multiplier
+    m[k] = scale_in / (scale_out * k) * 2^n, n chosen so that m[1] fills 31 bits."""
+    real = float(np.float32(x.scale)) / float(np.float32(y.scale))
+    n = max(1, min(30 - math.frexp(real)[1] + 1, 62))
+    most = geo["filter_h"] * geo["filter_w"]
+    m = [0] + [int(round(real / k * (1 << n))) for k in range(1, most + 1)]
+    return {"n": n, "m": m, "zp_in": int(x.zero_point), "zp_out": int(y.zero_point)}
+
+
+def _divide(value: str, count, magic, lo: int, hi: int, rescale=None) -> str:
+    if rescale is not None:
+        m = f"{rescale['m'][count]}LL" if isinstance(count, int) else "m_by_count[count]"
+        return (f"eerie_pool_avg_rescale({value}, {count}, {rescale['zp_in']}, {m}, {rescale['n']}, "
+                f"{rescale['zp_out']}, {lo}, {hi})")
     if magic is None:
         return f"eerie_pool_avg_out({value}, {count}, {lo}, {hi})"
     add, even, mult, shift = magic
@@ -127,8 +144,9 @@ def _pixel(fam: str, lanes: int, c: int, taps, unroll: bool, v: dict, div) -> tu
     return "\n".join(lines), uses_ch
 
 
-def avg_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
-    """The int8 AVERAGE_POOL_2D layer x -> y (geometry from pooling._pool_params, clamps lo..hi)."""
+def avg_split(x, y, geo: dict, lo: int, hi: int, target: str, rescale: dict | None = None) -> Lowered:
+    """The int8 AVERAGE_POOL_2D layer x -> y (geometry from pooling._pool_params, clamps lo..hi);
+    with `rescale` (avg_rescale's) each average is requantized to y's parameters, rounded once."""
     count = geo["filter_h"] * geo["filter_w"]
     fam = "scalar"
     if count <= MAX_WINDOW:
@@ -136,15 +154,22 @@ def avg_split(x, y, geo: dict, lo: int, hi: int, target: str) -> Lowered:
     lanes = {"mve": 8, "dsp": 4, "scalar": 1}[fam]
     c = geo["channels"]
     taps = window_taps(geo)
-    magic = avg_magic(count)
+    magic = avg_magic(count) if rescale is None else None
     v = dict(row=geo["in_w"] * c, c=c, lo=lo, hi=hi)
     inner, uses_in = _pixel(fam, lanes, c, taps, len(taps) <= MAX_UNROLL,
                             dict(v, rows=geo["filter_h"], cols=geo["filter_w"], magic=magic),
-                            lambda s: _divide(s, count, magic, lo, hi))
+                            lambda s: _divide(s, count, magic, lo, hi, rescale))
     border, uses_b = _pixel(fam, lanes, c, taps, False, dict(v, rows="rows", cols="cols", magic=None),
-                            lambda s: _divide(s, "count", None, lo, hi))
-    body = render_split(geo, inner, "const int count = rows * cols;\n" + border, uses_in, uses_b,
-                        "Each divides its window's sum by the window's element count, as TFLM.")
+                            lambda s: _divide(s, "count", None, lo, hi, rescale))
+    head = "const int count = rows * cols;\n"
+    how = "Each divides its window's sum by the window's element count, as TFLM."
+    if rescale is not None:
+        head = ("/* scale_in / (scale_out * count) * 2^" + str(rescale["n"]) + " per window count */\n"
+                "static const int64_t m_by_count[" + str(count + 1) + "] = {"
+                + ", ".join(f"{m}LL" for m in rescale["m"]) + "};\n" + head)
+        how = ("Each requantizes its window's average to the output's parameters, rounded once "
+               "(the program's float average, then its quantize).")
+    body = render_split(geo, inner, head + border, uses_in, uses_b, how)
     helpers = {"pool_avg", *{"mve": ("pool_mve",), "dsp": ("dsp", "pool_dsp")}.get(fam, ())}
     return Lowered(body=body, inputs=[x.id], outputs=[y.id], helpers=helpers, noinline=True,
                    work={"pool": pool_work(geo, lanes, fam == "mve")})

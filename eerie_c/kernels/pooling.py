@@ -15,7 +15,7 @@ import numpy as np
 from ..templating import render
 from ..errors import EerieError
 from . import Lowered, kernel
-from ._pool_avg import avg_split
+from ._pool_avg import avg_rescale, avg_split
 from ._pool_split import max_split
 from ._quant import activation_range_float, activation_range_int
 
@@ -79,15 +79,17 @@ def _lower_pool(op, g, ctx, mode):
     else:
         if x.quant is None or y.quant is None or x.quant.per_channel or y.quant.per_channel:
             raise EerieError(f"{op.kind} (op {op.index}): {x.dtype} pooling needs per-tensor quantization")
-        if abs(float(np.float32(x.scale)) - float(np.float32(y.scale))) > 1e-6 \
-                or x.zero_point != y.zero_point:
+        rescale = mode == "avg" and x.dtype == "int8" and bool(op.attrs.get("rescale"))
+        if not rescale and (abs(float(np.float32(x.scale)) - float(np.float32(y.scale))) > 1e-6
+                            or x.zero_point != y.zero_point):
             raise EerieError(f"{op.kind} (op {op.index}): {x.dtype} pooling needs the same quantization "
                              f"on input and output (scale {x.scale:g} zp {x.zero_point} vs "
                              f"scale {y.scale:g} zp {y.zero_point}), as TFLM does")
         qmin, qmax = (-128, 127) if x.dtype == "int8" else (-32768, 32767)
         lo, hi = activation_range_int(act, y, qmin, qmax)
         if mode == "avg" and x.dtype == "int8":
-            return avg_split(x, y, geo, lo, hi, ctx.target)
+            return avg_split(x, y, geo, lo, hi, ctx.target,
+                             avg_rescale(x, y, geo) if rescale else None)
         if mode == "max" and x.dtype == "int8":
             return max_split(x, y, geo, lo, hi, ctx.target)
         body = render(f"kernels/pool_{mode}_s8.c.j2", act_min=lo, act_max=hi, ctype=x.ctype,

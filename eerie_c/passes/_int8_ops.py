@@ -141,8 +141,10 @@ class Folder:
             return None
         pre = []
         x0 = next((t for t in ins if t is not None and not g.t(t).is_const and g.t(t).dtype == "int8"), None)
-        if op.kind == "RESIZE_BILINEAR" and x0 is not None and not self.same_quant(g.t(x0), g.t(out)):
-            # Interpolate then requantize would round twice: the kernel's rescaling form once.
+        if op.kind in ("RESIZE_BILINEAR", "AVERAGE_POOL_2D") and x0 is not None \
+                and not self.same_quant(g.t(x0), g.t(out)):
+            # Interpolate (or average) then requantize would round twice, and the two roundings
+            # err the same way on a third of the values: the kernel's rescaling form rounds once.
             attrs["rescale"] = True
             return pre + [Op(op.kind, ins, [out], attrs, op.name, op.index, op.subgraph, op.regions)]
         need = None

@@ -122,13 +122,24 @@ def island_input_step(graph) -> float:
     return max(steps, default=0.0)
 
 
+# aten ops that normalize by a spread measured at run time: one step of their int8 input
+# (which the contract allows, and which earlier roundings put there) moves their output by the
+# step over the spread, many output steps where a group's values nearly agree (a group norm
+# of 2 channels x 3 samples took a one-step near-tie of a conv three layers up to 6 steps:
+# tests/torch/test_difftest_found.py). Their inputs count as island entries whether or not the
+# quantizer requantizes the norm's result.
+NORMS = {"group_norm", "native_group_norm", "layer_norm", "native_layer_norm", "instance_norm",
+         "rms_norm"}
+
+
 def island_sensitivity(cm, xs: np.ndarray, trials: int = 3, seed: int = 0) -> float:
     """How far one step of int8 rounding where float islands start moves the converted
     program's output: the largest output change over `trials` runs in which every activation
     DEQUANTIZE feeding a float op (an island's entry) is moved by one step of its scale, up or
-    down at random per element. A layer norm over a nearly constant row divides such a step by
-    the row's spread, so its island turns one step of its int8 input (which the contract
-    allows) into many output steps; this measures that gain instead of assuming it is 1."""
+    down at random per element (and every one feeding a norm, NORMS). A layer norm over a
+    nearly constant row divides such a step by the row's spread, so its island turns one step
+    of its int8 input (which the contract allows) into many output steps; this measures that
+    gain instead of assuming it is 1."""
     import torch.fx as fx
     qd = torch.ops.quantized_decomposed
     quant = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
@@ -137,9 +148,12 @@ def island_sensitivity(cm, xs: np.ndarray, trials: int = 3, seed: int = 0) -> fl
     def float_user(u) -> bool:   # an op on the dequantized value whose result is not requantized
         return u.op == "output" or (u.op == "call_function" and u.target not in quant and not any(
             w.op == "call_function" and w.target in quant for w in u.users))
+
+    def norm_user(u) -> bool:    # a norm divides by its group's spread, requantized or not
+        return u.op == "call_function" and getattr(u.target, "__name__", "").split(".")[0] in NORMS
     entries = {n for n in cm.graph.nodes if n.op == "call_function" and n.target in deq
                and isinstance(n.args[0], fx.Node) and n.args[0].op == "call_function"
-               and n.args[0].target in quant and any(float_user(u) for u in n.users)}
+               and n.args[0].target in quant and any(float_user(u) or norm_user(u) for u in n.users)}
     if not entries:
         return 0.0
     gen = torch.Generator().manual_seed(seed)
