@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 from .harness import HarnessError, build_firmware, model_ops, random_records, run_records  # noqa: E402
 from .pins import BOARD_ARCH, build_dir, library_info, load_pins, pins_key  # noqa: E402
 
-__all__ = ["measure", "is_built", "BaselineNotBuilt", "HarnessError", "BOARD_ARCH"]
+__all__ = ["measure", "is_built", "check_built", "BaselineNotBuilt", "HarnessError", "BOARD_ARCH"]
 BUILD_HINT = ("python bench/tflm_baseline/build.py --mirror DIR (git mirrors) or --tflm-src ... "
               "--cmsis-nn-src ... (docs/bench.md)")
 
@@ -50,6 +50,11 @@ class BaselineNotBuilt(RuntimeError):
 
 def is_built(board: str = "mps2-an386") -> bool:
     return board in BOARD_ARCH and library_info(BOARD_ARCH[board]).is_file()
+
+
+def check_built(board: str) -> None:
+    """Raise BaselineNotBuilt (or HarnessError for a board it does not support) unless built."""
+    _library(board)
 
 
 def _library(board: str) -> dict:
