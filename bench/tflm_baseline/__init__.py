@@ -109,7 +109,10 @@ def measure(model_path, board: str, n_inputs: int = 2, seed: int = 0, cache: boo
     from eerie_c.toolchain.boards import get_board
     from eerie_c.toolchain.firmware import elf_sizes, unpack_records
     path = Path(model_path)
-    model = path.read_bytes()
+    try:
+        model = path.read_bytes()
+    except OSError as e:
+        raise HarnessError(f"{path}: {e.strerror}") from None
     cached = _cache_file(model, board, n_inputs, seed)
     if cache and cached.is_file():
         return json.loads(cached.read_text())

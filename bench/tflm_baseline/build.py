@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,7 +168,7 @@ def make_variables(src: Path, args: list[str]) -> dict[str, str]:
 
 def absolute_includes(includes: str, src: Path) -> list[str]:
     out = []
-    for flag in includes.split():
+    for flag in shlex.split(includes):
         if flag.startswith("-I") and not Path(flag[2:]).is_absolute():
             flag = "-I" + str((src / flag[2:]).resolve())
         out.append(flag)
@@ -202,9 +203,10 @@ def build_arch(src: Path, root: Path, arch: str, jobs: int, force: bool) -> Path
     info.write_text(json.dumps({
         "arch": arch, "pins": pins_key(load_pins()), "library": str(out / lib.name),
         "src": str(src), "gcc": gcc_version, "toolchain_root": tc,
-        "cxxflags": flags["CXXFLAGS"].split(), "ccflags": flags["CCFLAGS"].split(),
+        # (split as the shell running the Makefile's commands splits them: it drops the quotes)
+        "cxxflags": shlex.split(flags["CXXFLAGS"]), "ccflags": shlex.split(flags["CCFLAGS"]),
         "includes": absolute_includes(flags["INCLUDES"], src),
-        "ldflags": flags["LDFLAGS"].split(), "libs": flags["MICROLITE_LIBS"].split(),
+        "ldflags": shlex.split(flags["LDFLAGS"]), "libs": shlex.split(flags["MICROLITE_LIBS"]),
         "make": ["make", *args, "microlite"],
     }, indent=1) + "\n")
     print(f"{arch}: {out / lib.name}", file=sys.stderr)
