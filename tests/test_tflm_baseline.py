@@ -95,3 +95,19 @@ def test_measure_without_a_build_says_how_to_build(tmp_path, monkeypatch):
     with pytest.raises(tflm_baseline.BaselineNotBuilt, match="TFLM baseline not built .*build.py") as e:
         tflm_baseline.measure(REPO / "models" / "mlperf_tiny" / "ad01_int8.tflite", "mps2-an386")
     assert "\n" not in str(e.value)
+
+
+def test_compare_tflm_table_says_where_the_tflm_columns_come_from():
+    from test_bench_host import load_bench
+    bench = load_bench()
+    row = {"model": "ad01_int8", "board": "mps2-an386", "instructions": 300, "macs": 100,
+           "flash": 1000, "model_flash": 800, "ram": 50, "arena": 20, "stack": 10,
+           "compile_s": 1.0, "exact": True}
+    measured = bench.tables([dict(row, tflm=bench.Tflm(600, 2000, 200, "measured"))])
+    assert measured.startswith("TFLM + CMSIS-NN columns: measured on the same model")
+    assert "| 300 | 600 | 0.50x | 3.00 (6.00) |" in measured
+    ref = bench.tables([dict(row, tflm=bench.tflm_reference("ad01_int8", "mps2-an386"))])
+    assert ref.startswith("TFLM + CMSIS-NN columns: the reference figures typed in from issue 6")
+    assert f"| {bench.REFERENCE['ad01_int8'].instructions:,} |" in ref
+    wrong = bench.tables([dict(row, tflm=bench.Tflm(600, 2000, 200, "measured", exact=False))])
+    assert "yes (TFLM firmware: NO)" in wrong
