@@ -92,8 +92,11 @@ def _io_details(model: bytes) -> tuple[list[dict], list[dict]]:
     return ins, outs
 
 
-def _cache_file(model: bytes, board: str, n_inputs: int, seed: int) -> Path:
+def _cache_file(model: bytes, board: str, n_inputs: int, seed: int, info: dict) -> Path:
+    """Keyed by everything the result depends on, the library build (rebuilt: new key) included."""
     h = hashlib.sha256(model)
+    lib = Path(info["library"]).stat()
+    h.update(f"{info['library']} {lib.st_size} {lib.st_mtime_ns} {info['gcc']}".encode())
     for f in ("harness.py", "main.cc.in", "__init__.py"):
         h.update((HERE / f).read_bytes())
     h.update(f"{board} {n_inputs} {seed}".encode())
@@ -113,7 +116,7 @@ def measure(model_path, board: str, n_inputs: int = 2, seed: int = 0, cache: boo
         model = path.read_bytes()
     except OSError as e:
         raise HarnessError(f"{path}: {e.strerror}") from None
-    cached = _cache_file(model, board, n_inputs, seed)
+    cached = _cache_file(model, board, n_inputs, seed, info)
     if cache and cached.is_file():
         return json.loads(cached.read_text())
     ins, outs = _io_details(model)
