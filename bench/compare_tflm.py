@@ -7,7 +7,10 @@ the outputs bit-exact against the host TFLM runtime (the `tflite-micro` package)
 instructions per inference, instructions per MAC, flash (text + rodata + data image of the
 ELF, i.e. everything the firmware puts in flash), RAM (data + bss + measured stack
 high-water; the arena is part of bss), arena, stack, compile command wall time; beside the TFLM +
-CMSIS-NN reference figures of issue 6 with our/their ratios. Then the host rows: the same
+CMSIS-NN figures with our/their ratios: measured on the same model by bench/tflm_baseline
+(`--tflm measured`, the default once `python bench/tflm_baseline/build.py` has built it; see
+docs/bench.md), else the constants typed in from issue 6 (`--tflm reference`); the table says
+which. Then the host rows: the same
 model compiled for the host (portable C, gcc -O2, loaded as a shared object with ctypes) and the
 `tflite-micro` Python runtime's invoke(), timed side by side in this process on the same inputs
 (microseconds per inference, ratio, bit-exact). Writes bench/results.md too.
@@ -17,6 +20,7 @@ model compiled for the host (portable C, gcc -O2, loaded as a shared object with
     python bench/compare_tflm.py --models kws_ref_model --boards mps2-an386 --no-write
     python bench/compare_tflm.py --no-host        # QEMU rows only
     python bench/compare_tflm.py --boards         # host rows only (no board)
+    python bench/compare_tflm.py --tflm measured  # TFLM columns measured (bench/tflm_baseline)
 
 Measurement only: nothing here asserts a speed.
 """
@@ -34,6 +38,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))   # tflm_baseline, compare_patches
 
 from eerie_c import api  # noqa: E402
 from eerie_c.pipeline import DEFAULT_PATCH  # noqa: E402
@@ -72,6 +77,42 @@ REFERENCE = {   # issue 6, "Reference figures"
     "pretrainedResnet_quant": Ref(12_500_000, 29_862_920, 169_581, 55_000, 1_428, 4_911_688),
     "ad01_int8": Ref(260_000, 583_000, 303_517, 3_012, 932, 150_031),
 }
+
+@dataclass(frozen=True)
+class Tflm:
+    """The TFLM + CMSIS-NN figures one row is compared with, and where they come from."""
+    instructions: int
+    flash: int
+    ram: int
+    source: str                # "measured" (bench/tflm_baseline) or "reference" (issue 6)
+    exact: bool = True         # measured: TFLM's own firmware outputs equal the host runtime's
+
+
+# Boards the measured baseline has no build for, and the board whose figure they take (the
+# M7 row took the M4 figure in issue 6 too: within 1% of it).
+BASELINE_BOARD = {"mps2-an500": "mps2-an386"}
+
+
+def tflm_reference(model: str, board: str) -> Tflm:
+    ref = REFERENCE[model]
+    insns = ref.m55_instructions if board == "mps3-an547" else ref.instructions
+    return Tflm(insns, ref.flash, ref.ram, "reference")
+
+
+def tflm_measured(model: str | Path, board: str, n_inputs: int, seed: int) -> Tflm:
+    from tflm_baseline import measure   # bench/tflm_baseline
+    path = model if isinstance(model, Path) else MODELS_DIR / f"{model}.tflite"
+    m = measure(path, BASELINE_BOARD.get(board, board), n_inputs=n_inputs, seed=seed)
+    return Tflm(m["instructions"], m["flash_bytes"], m["ram_bytes"], "measured", m["bit_exact"])
+
+
+def tflm_mode(mode: str, boards: list[str]) -> str:
+    """--tflm auto: measured when the baseline is built for every board asked, else reference."""
+    if mode != "auto":
+        return mode
+    from tflm_baseline import is_built
+    return "measured" if all(is_built(BASELINE_BOARD.get(b, b)) for b in boards) else "reference"
+
 
 # Targets of issue 6 (ratios ours / TFLM's on mps2-an386).
 TARGET_INSNS, TARGET_RAM, TARGET_FLASH = 0.7, 0.6, 0.8
@@ -269,20 +310,26 @@ def verdict(r: float, limit: float) -> str:
 
 
 def tables(rows: list[dict]) -> str:
+    """rows: measure() results, each with its TFLM figures under "tflm" (a Tflm)."""
     out = []
+    sources = sorted({r["tflm"].source for r in rows})
+    out.append("TFLM + CMSIS-NN columns: " + " and ".join(TFLM_SOURCE_TEXT[s] for s in sources) + ".")
+    out.append("")
     out.append("| model | board | instructions | TFLM+CMSIS-NN | ratio | instr/MAC (TFLM) | "
                "flash B (model only) | TFLM flash | ratio | RAM B | TFLM RAM | ratio | arena B | "
                "stack B | compile s | bit-exact |")
     out.append("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        ref = REFERENCE[r["model"]]
-        ref_insns = ref.m55_instructions if r["board"] == "mps3-an547" else ref.instructions
+        t = r["tflm"]
+        exact = "yes" if r["exact"] else "NO"
+        if not t.exact:
+            exact += " (TFLM firmware: NO)"
         out.append(
-            f"| {r['model']} | {r['board']} | {r['instructions']:,} | {ref_insns:,} | "
-            f"{ratio(r['instructions'], ref_insns)} | {r['instructions'] / r['macs']:.2f} "
-            f"({ref_insns / ref.macs:.2f}) | {r['flash']:,} ({r['model_flash']:,}) | {ref.flash:,} | "
-            f"{ratio(r['flash'], ref.flash)} | {r['ram']:,} | {ref.ram:,} | {ratio(r['ram'], ref.ram)} | "
-            f"{r['arena']:,} | {r['stack']:,} | {r['compile_s']:.2f} | {'yes' if r['exact'] else 'NO'} |")
+            f"| {r['model']} | {r['board']} | {r['instructions']:,} | {t.instructions:,} | "
+            f"{ratio(r['instructions'], t.instructions)} | {r['instructions'] / r['macs']:.2f} "
+            f"({t.instructions / r['macs']:.2f}) | {r['flash']:,} ({r['model_flash']:,}) | {t.flash:,} | "
+            f"{ratio(r['flash'], t.flash)} | {r['ram']:,} | {t.ram:,} | {ratio(r['ram'], t.ram)} | "
+            f"{r['arena']:,} | {r['stack']:,} | {r['compile_s']:.2f} | {exact} |")
     m4 = [r for r in rows if r["board"] == "mps2-an386"]
     if m4:
         out.append("")
@@ -294,12 +341,21 @@ def tables(rows: list[dict]) -> str:
         out.append("| model | instructions | RAM | flash | compile |")
         out.append("|---|---|---|---|---|")
         for r in m4:
-            ref = REFERENCE[r["model"]]
-            ri, rr, rf = r["instructions"] / ref.instructions, r["ram"] / ref.ram, r["flash"] / ref.flash
+            t = r["tflm"]
+            ri, rr, rf = r["instructions"] / t.instructions, r["ram"] / t.ram, r["flash"] / t.flash
             out.append(f"| {r['model']} | {ri:.2f}x {verdict(ri, TARGET_INSNS)} | "
                        f"{rr:.2f}x {verdict(rr, TARGET_RAM)} | {rf:.2f}x {verdict(rf, TARGET_FLASH)} | "
                        f"{r['compile_s']:.2f} s{_compile_verdict(r)} |")
     return "\n".join(out) + "\n"
+
+
+TFLM_SOURCE_TEXT = {
+    "measured": "measured on the same model and inputs by bench/tflm_baseline (TFLM + CMSIS-NN "
+                "built from its pins.toml with TFLM's Makefile, release build, in the same QEMU; "
+                "RAM = data + bss with the arena at arena_used_bytes() + stack high-water)",
+    "reference": "the reference figures typed in from issue 6 (bench/tflm_baseline is not built: "
+                 "docs/bench.md; RAM = arena + stack)",
+}
 
 
 def _compile_verdict(r: dict) -> str:
@@ -312,13 +368,14 @@ Columns: instructions per inference (worst of the inputs run; QEMU -icount shift
 instr/MAC ours (TFLM's); flash = text + data of the whole firmware ELF (harness and start-up
 included; in brackets the model object alone: code + weights); RAM = data + bss (arena, the
 harness's input/output buffers and the runtime included) + measured stack high-water; TFLM RAM
-= its tensor arena + stack from the issue (no data/bss given there, so this favours TFLM);
+measured: the same sum for TFLM's firmware (its arena counted at arena_used_bytes()); TFLM RAM
+from the issue's constants: its tensor arena + stack (no data/bss given there, so this favours TFLM);
 compile = wall time of the whole `eerie-c MODEL --board BOARD -o DIR` command (a fresh
 process; every verification, the firmware stack bound and the picture included; fastest of
 two; bench/compile_time.py gives the stages and the CPU time). Every row is compiled with the
 defaults users get, `--patch auto` included (the planner's patch stage where it makes the arena
-smaller: docs/patches.md; layer by layer against it in bench/patch_results.md). The M55 row compares with the
-issue's M55 (MVE) column; the M7 row with the M4 figure (the issue: M7 within 1% of M4).
+smaller: docs/patches.md; layer by layer against it in bench/patch_results.md). The M55 row compares with
+TFLM's M55 (MVE) build; the M7 row with the M4 figure (issue 6: M7 within 1% of M4).
 Bit-exact: outputs equal the host TFLM runtime's on the same random inputs.
 """
 
@@ -337,6 +394,38 @@ def sync_readme(text: str) -> None:
         readme.write_text(before + README_BEGIN + text.rstrip("\n") + "\n" + README_END + after)
 
 
+class TflmUnavailable(RuntimeError):
+    """--tflm measured, and the baseline is not built or cannot run a model (one line)."""
+
+
+def measure_rows(args, boards: list[str]) -> list[dict]:
+    """Our QEMU rows, each with the TFLM figures it is compared with under "tflm"."""
+    rows = []
+    mode = tflm_mode(args.tflm, boards) if boards else "reference"
+    if mode == "measured":   # say so before the slow part
+        from tflm_baseline import BaselineNotBuilt, HarnessError, check_built
+        try:
+            for board in boards:
+                check_built(BASELINE_BOARD.get(board, board))
+        except (BaselineNotBuilt, HarnessError) as e:
+            raise TflmUnavailable(str(e)) from None
+    for board in boards:
+        for model in args.models:
+            r = measure(model, board, args.inputs, args.seed, optimize=args.optimize, time_compile=True)
+            if mode == "measured":
+                try:
+                    r["tflm"] = tflm_measured(model, board, args.inputs, args.seed)
+                except (BaselineNotBuilt, HarnessError) as e:
+                    raise TflmUnavailable(f"{model} on {board}: {e}") from None
+            else:
+                r["tflm"] = tflm_reference(model, board)
+            rows.append(r)
+            print(f"{model} on {board}: {r['instructions']:,} instructions, "
+                  f"{r['instructions'] / r['macs']:.2f}/MAC, exact={r['exact']}; TFLM ({mode}) "
+                  f"{r['tflm'].instructions:,}", file=sys.stderr)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
@@ -345,6 +434,9 @@ def main(argv=None) -> int:
     ap.add_argument("--inputs", type=int, default=2, help="random inputs per model (default 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results.md")
+    ap.add_argument("--tflm", choices=("auto", "measured", "reference"), default="auto",
+                    help="the TFLM columns: measured by bench/tflm_baseline on the same model, or "
+                         "issue 6's typed-in reference figures; auto (default): measured if built")
     ap.add_argument("--optimize", default="balanced", choices=("balanced", "speed", "size"),
                     help="compile with --optimize MODE (other than balanced: printed, not written)")
     ap.add_argument("--no-host", action="store_true",
@@ -367,13 +459,11 @@ def main(argv=None) -> int:
     if args.patch == "auto":
         from compare_patches import patch_main   # bench/compare_patches.py
         return patch_main(args, boards)
-    rows = []
-    for board in boards:
-        for model in args.models:
-            r = measure(model, board, args.inputs, args.seed, optimize=args.optimize, time_compile=True)
-            rows.append(r)
-            print(f"{model} on {board}: {r['instructions']:,} instructions, "
-                  f"{r['instructions'] / r['macs']:.2f}/MAC, exact={r['exact']}", file=sys.stderr)
+    try:
+        rows = measure_rows(args, boards)
+    except TflmUnavailable as e:
+        print(f"compare_tflm: {e}", file=sys.stderr)
+        return 2
     host_rows = []
     if not args.no_host:
         for model in args.models:
@@ -396,7 +486,7 @@ def main(argv=None) -> int:
                 keep = marker + old.split(marker, 1)[1]
         md.write_text(head + text + keep)
         sync_readme(text)
-    return 0 if all(r["exact"] for r in rows + host_rows) else 1
+    return 0 if all(r["exact"] for r in rows + host_rows) and all(r["tflm"].exact for r in rows) else 1
 
 
 if __name__ == "__main__":
