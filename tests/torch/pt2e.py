@@ -181,6 +181,66 @@ def island_sensitivity(cm, xs: np.ndarray, trials: int = 3, seed: int = 0) -> fl
     return worst
 
 
+# aten ops whose output jumps where the input crosses a threshold: one step of their int8
+# input near it (which the contract allows, and which earlier roundings put there) moves the
+# output by the jump (hardshrink(x, 0.3) at an output step of 0.012: 25 steps; seed 20261130
+# torch case 755, tests/torch/test_difftest_found.py).
+JUMPS = {"hardshrink", "threshold", "sign", "heaviside", "round", "floor", "ceil"}
+
+
+def jump_allowance(cm, xs: np.ndarray, trials: int = 2, seed: int = 0) -> np.ndarray | None:
+    """Per output element, how far one step at the inputs of the program's discontinuous ops
+    (JUMPS) can move it in the converted program: the largest change over runs in which every
+    activation DEQUANTIZE feeding such an op is moved by one step of its scale, all up, all
+    down, then `trials` times up or down at random per element. Shaped like eager(cm, xs);
+    None where the program has no such op. Unlike island_sensitivity's one number, an element
+    far from every threshold keeps an allowance of 0."""
+    import torch.fx as fx
+    qd = torch.ops.quantized_decomposed
+    quant = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
+    deq = {qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor}
+
+    def jumps(u) -> bool:
+        return u.op == "call_function" and getattr(u.target, "__name__", "").split(".")[0] in JUMPS
+    entries = {n for n in cm.graph.nodes if n.op == "call_function" and n.target in deq
+               and isinstance(n.args[0], fx.Node) and n.args[0].op == "call_function"
+               and n.args[0].target in quant and any(jumps(u) for u in n.users)}
+    if not entries:
+        return None
+    gen = torch.Generator().manual_seed(seed)
+
+    class Nudged(fx.Interpreter):
+        def __init__(self, module, mode):
+            super().__init__(module)
+            self.mode = mode
+
+        def run_node(self, n):
+            v = super().run_node(n)
+            if n in entries:
+                scale = n.args[1]
+                scale = float(self.env[scale] if isinstance(scale, fx.Node) else scale)
+                if self.mode == "random":
+                    sign = torch.randint(0, 2, v.shape, generator=gen).to(v.dtype) * 2 - 1
+                else:
+                    sign = torch.full_like(v, 1.0 if self.mode == "up" else -1.0)
+                v = v + sign * scale
+            return v
+
+    def first(v):
+        return (v[0] if isinstance(v, (tuple, list)) else v).numpy()
+    out = []
+    with torch.no_grad():
+        for x in xs:
+            t = torch.tensor(x)
+            base = first(cm(t))
+            worst = np.zeros_like(base, dtype=np.float64)
+            for mode in ["up", "down"] + ["random"] * trials:
+                d = np.abs(first(Nudged(cm, mode).run(t)).astype(np.float64) - base)
+                worst = np.maximum(worst, np.where(np.isfinite(d), d, 0.0))
+            out.append(worst)
+    return np.stack(out)
+
+
 def assert_contract(got: np.ndarray, ref: np.ndarray, step: float, classifier: bool = False,
                     max_steps: int = 1) -> float:
     """Every element within one output step (`max_steps` where a documented compounding allows

@@ -273,3 +273,44 @@ def test_group_norm_gain_is_measured(tmp_path):
     assert with_gain.status == core.MATCH, with_gain.detail
     without = check_tester(prog, "host", tmp_path / "plain", gain=False)
     assert without.status == core.MISMATCH, without.detail
+
+
+# Campaign seed 20261130 (the final run at a18122d), pt2e-cortexm case 755, shrunk: bilinear
+# upsampling (align_corners), a conv, hardshrink(0.3); 25 output steps off on 2 of 88 elements.
+# Not a miscompile: fed eerie-c's int8 values layer by layer, the converted module reproduces
+# eerie-c's conv and hardshrink exactly; the upsampling is within one step everywhere (its Q10
+# interpolation weights against torch's float ones, one step on 18 of 88), the conv carries a
+# one-step difference to an input near the threshold, and hardshrink jumps there: 0 against
+# -0.31. The tester now gives each output element its own allowance for the program's
+# discontinuous ops (pt2e.JUMPS: the change one step at their inputs makes, measured on the
+# converted module; 0 far from every threshold) and holds the rest to the bound.
+JUMP_PROGRAM = {
+    "flavour": "pt2e-cortexm", "dom": "img", "shape": [1, 1, 1, 11], "seed": 157343674,
+    "specs": [{"kind": "interp", "mode": "bilinear", "factor": 2, "align": True, "seed": 1503167642},
+              {"kind": "conv", "out": 1, "k": 3, "stride": 1, "dil": 1, "groups": 1, "pad": 1,
+               "mode": "zeros", "bias": False, "seed": 530553623},
+              {"kind": "act", "act": "hardshrink", "seed": 238184598}]}
+
+
+def test_hardshrink_jump_is_allowed_per_element(tmp_path):
+    """A match with the per-element jump allowance and a mismatch without it; the allowance
+    is zero on the elements far from hardshrink's threshold."""
+    import sys
+    from pathlib import Path
+    import numpy as np
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+    from difftest import core
+    from difftest.torch_check import check as check_tester
+    from difftest.torch_programs import TorchProgram
+    from pt2e import jump_allowance, quantize
+    d = JUMP_PROGRAM
+    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
+                        specs=d["specs"], seed=d["seed"])
+    with_jumps = check_tester(prog, "host", tmp_path / "jumps")
+    assert with_jumps.status == core.MATCH, with_jumps.detail
+    without = check_tester(prog, "host", tmp_path / "plain", gain=False)
+    assert without.status == core.MISMATCH, without.detail
+    xs = prog.inputs()
+    cm, _ = quantize(prog.module(), torch.tensor(xs[0]), "cortex_m", seed=prog.seed % 1000)
+    allow = jump_allowance(cm, xs)
+    assert allow is not None and 0 < np.count_nonzero(allow) < allow.size // 4
