@@ -293,6 +293,11 @@ class Folder:
         shape = [1] * len(w.shape)
         shape[axis] = c
         for scale, zp, qmin, qmax in self.g.quant_hints:
+            if qmin < -128 or qmax > 127:
+                # a bias's int32 scale: a lone weight divided by it is some integer too, and
+                # int8 storage would wrap it (a 1x1 one-channel conv got a bias's scale of
+                # 8e-10 and weight 39: every output its zero point)
+                continue
             if scale.size == 1:
                 windows = [(scale, zp)]
             elif scale.size % c == 0:

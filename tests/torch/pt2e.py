@@ -186,58 +186,81 @@ def island_sensitivity(cm, xs: np.ndarray, trials: int = 3, seed: int = 0) -> fl
 # output by the jump (hardshrink(x, 0.3) at an output step of 0.012: 25 steps; seed 20261130
 # torch case 755, tests/torch/test_difftest_found.py).
 JUMPS = {"hardshrink", "threshold", "sign", "heaviside", "round", "floor", "ceil"}
+# unary functions whose slope can exceed one output step per input step (their result
+# quantized finer than their input): one input step moves an element by its local slope
+# (tanhshrink at an output scale 6x finer: 6 steps; seed 20261130 torch case 974)
+STEEP = {"tanh", "sigmoid", "gelu", "silu", "elu", "softplus", "mish", "exp", "log", "sqrt",
+         "rsqrt", "reciprocal", "erf", "log_sigmoid", "hardswish", "hardsigmoid"}
 
 
-def jump_allowance(cm, xs: np.ndarray, trials: int = 2, seed: int = 0) -> np.ndarray | None:
+def jump_allowance(cm, xs: np.ndarray, seed: int = 0) -> np.ndarray | None:
     """Per output element, how far one step at the inputs of the program's discontinuous ops
-    (JUMPS) can move it in the converted program: the largest change over runs in which every
-    activation DEQUANTIZE feeding such an op is moved by one step of its scale, all up, all
-    down, then `trials` times up or down at random per element. Shaped like eager(cm, xs);
-    None where the program has no such op. Unlike island_sensitivity's one number, an element
-    far from every threshold keeps an allowance of 0."""
+    (JUMPS) and steep unary functions (STEEP) can move it in the converted program. An input element is a flip candidate where
+    one step up or down changes its jump op's output by more than one step (it sits within a
+    step of a threshold). Each candidate is flipped alone and its output change recorded; the
+    allowance of an output element is the sum of those changes over all candidates (any
+    combination of flips, as the layers after a jump mix them), at least the change of moving
+    every such input (steep functions' too) up or down at once. Shaped like eager(cm, xs); None where the program has no
+    such op. An element far from every threshold keeps an allowance of 0."""
     import torch.fx as fx
     qd = torch.ops.quantized_decomposed
     quant = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
     deq = {qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor}
 
-    def jumps(u) -> bool:
-        return u.op == "call_function" and getattr(u.target, "__name__", "").split(".")[0] in JUMPS
-    entries = {n for n in cm.graph.nodes if n.op == "call_function" and n.target in deq
-               and isinstance(n.args[0], fx.Node) and n.args[0].op == "call_function"
-               and n.args[0].target in quant and any(jumps(u) for u in n.users)}
-    if not entries:
+    def kind(u) -> str:
+        return getattr(u.target, "__name__", "").split(".")[0] if u.op == "call_function" else ""
+    acts = [n for n in cm.graph.nodes
+            if n.op == "call_function" and n.target in deq and isinstance(n.args[0], fx.Node)
+            and n.args[0].op == "call_function" and n.args[0].target in quant]
+    entries = {n: [u for u in n.users if kind(u) in JUMPS] for n in acts}
+    entries = {n: us for n, us in entries.items() if us}
+    steep = [n for n in acts if any(kind(u) in STEEP for u in n.users)]
+    if not entries and not steep:
         return None
-    gen = torch.Generator().manual_seed(seed)
 
     class Nudged(fx.Interpreter):
-        def __init__(self, module, mode):
+        """nudge: entry node -> signs (a tensor of -1 / 0 / +1 steps per element)."""
+        def __init__(self, module, nudge):
             super().__init__(module)
-            self.mode = mode
+            self.nudge, self.seen = nudge, {}
 
         def run_node(self, n):
             v = super().run_node(n)
-            if n in entries:
+            if n in self.nudge:
                 scale = n.args[1]
                 scale = float(self.env[scale] if isinstance(scale, fx.Node) else scale)
-                if self.mode == "random":
-                    sign = torch.randint(0, 2, v.shape, generator=gen).to(v.dtype) * 2 - 1
-                else:
-                    sign = torch.full_like(v, 1.0 if self.mode == "up" else -1.0)
-                v = v + sign * scale
+                v = v + self.nudge[n].to(v.dtype) * scale
+            self.seen[n] = v
             return v
 
-    def first(v):
-        return (v[0] if isinstance(v, (tuple, list)) else v).numpy()
+    def run(t, nudge):
+        r = Nudged(cm, nudge)
+        v = r.run(t)
+        return (v[0] if isinstance(v, (tuple, list)) else v).numpy().astype(np.float64), r.seen
+
+    def finite(d):
+        return np.where(np.isfinite(d), d, 0.0)
     out = []
     with torch.no_grad():
         for x in xs:
             t = torch.tensor(x)
-            base = first(cm(t))
-            worst = np.zeros_like(base, dtype=np.float64)
-            for mode in ["up", "down"] + ["random"] * trials:
-                d = np.abs(first(Nudged(cm, mode).run(t)).astype(np.float64) - base)
-                worst = np.maximum(worst, np.where(np.isfinite(d), d, 0.0))
-            out.append(worst)
+            base, seen = run(t, {})
+            allow, flipped = np.zeros_like(base), np.zeros_like(base)
+            for sign in (1.0, -1.0):
+                moved, mseen = run(t, {n: torch.full_like(seen[n], sign) for n in [*entries, *steep]})
+                allow = np.maximum(allow, finite(np.abs(moved - base)))
+                for n, users in entries.items():
+                    scale = n.args[1]
+                    scale = float(seen[scale] if isinstance(scale, fx.Node) else scale)
+                    flips = torch.zeros_like(seen[n], dtype=torch.bool)
+                    for u in users:
+                        flips |= (mseen[u] - seen[u]).abs() > 1.5 * scale
+                    for idx in torch.nonzero(flips).tolist():
+                        one = torch.zeros_like(seen[n])
+                        one[tuple(idx)] = sign
+                        moved1, _ = run(t, {n: one})
+                        flipped += finite(np.abs(moved1 - base))
+            out.append(np.maximum(allow, flipped))
     return np.stack(out)
 
 
