@@ -56,6 +56,16 @@ TANHSHRINK_PROGRAM = {
               {"kind": "act", "act": "tanhshrink", "seed": 180042476}]}
 
 
+def program(d):
+    """The differential tester's TorchProgram of a spec dict (tests/fuzz on the path)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+    from difftest.torch_programs import TorchProgram
+    return TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
+                        specs=d["specs"], seed=d["seed"])
+
+
 def check_program(d, tmp_path, exact: bool = False, target: str = "host"):
     """The program through the differential tester's check on `target`; exact: every element
     equal to the converted module (not only within the int8 contract)."""
@@ -63,9 +73,7 @@ def check_program(d, tmp_path, exact: bool = False, target: str = "host"):
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
     from difftest import core
-    from difftest.torch_programs import TorchProgram
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     out = core.safe_check(prog, target, tmp_path)
     assert out.status == core.MATCH, f"{prog.describe()}: {out.status}: {out.detail}"
     if exact:
@@ -116,13 +124,11 @@ def test_layer_norm_island_gain_is_measured(tmp_path):
     from pathlib import Path
     import numpy as np
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
-    from difftest.torch_programs import TorchProgram
     from pt2e import eager, island_sensitivity, quantize
     d = LN_ISLAND_PROGRAM
     check_program(d, tmp_path / "whole")
     check_program(dict(d, specs=d["specs"][:1]), tmp_path / "conv")   # the int8 part alone
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     xs = prog.inputs()
     cm, _ = quantize(prog.module(), torch.tensor(xs[0]), "xnnpack", seed=prog.seed % 1000)
     ref = eager(cm, xs)
@@ -265,10 +271,8 @@ def test_group_norm_gain_is_measured(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
     from difftest import core
     from difftest.torch_check import check as check_tester
-    from difftest.torch_programs import TorchProgram
     d = GN_GAIN_PROGRAM
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     with_gain = check_tester(prog, "host", tmp_path / "gain")
     assert with_gain.status == core.MATCH, with_gain.detail
     without = check_tester(prog, "host", tmp_path / "plain", gain=False)
@@ -301,11 +305,9 @@ def test_hardshrink_jump_is_allowed_per_element(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
     from difftest import core
     from difftest.torch_check import check as check_tester
-    from difftest.torch_programs import TorchProgram
     from pt2e import jump_allowance, quantize
     d = JUMP_PROGRAM
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     with_jumps = check_tester(prog, "host", tmp_path / "jumps")
     assert with_jumps.status == core.MATCH, with_jumps.detail
     without = check_tester(prog, "host", tmp_path / "plain", gain=False)
@@ -352,12 +354,10 @@ def test_pt2e_bilinear_upsampling_weights_are_fine(tmp_path):
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
     from difftest import core
-    from difftest.torch_programs import TorchProgram
     d = dict(UPSAMPLE_PROGRAM, specs=UPSAMPLE_PROGRAM["specs"] + [
         {"kind": "conv", "out": 1, "k": 1, "stride": 1, "dil": 1, "groups": 1, "pad": 0,
          "mode": "zeros", "bias": False, "seed": 530553623}])
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     out = core.safe_check(prog, "host", tmp_path)
     assert out.status == core.MATCH, out.detail
 
@@ -382,9 +382,7 @@ def test_steep_function_slope_is_allowed_per_element(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
     from difftest import core
     from difftest.torch_check import check as check_tester
-    from difftest.torch_programs import TorchProgram
     d = STEEP_PROGRAM
-    prog = TorchProgram(flavour=d["flavour"], dom=d["dom"], shape=tuple(d["shape"]),
-                        specs=d["specs"], seed=d["seed"])
+    prog = program(d)
     assert check_tester(prog, "host", tmp_path / "a").status == core.MATCH
     assert check_tester(prog, "host", tmp_path / "b", gain=False).status == core.MISMATCH
